@@ -1,5 +1,6 @@
 """The optional capabilities of a session store, declared with their defaults (:class:`BaseSessionStore`), and the
-error every shared store raises when its backend cannot be reached (:class:`StoreUnavailable`)."""
+error every shared store raises when its backend cannot be reached (:class:`StoreUnavailable`), and the URL of a
+backend as messages show it (:func:`without_password`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,16 @@ class StoreUnavailable(ConnectionError):
     """A shared store's backend (Redis, PostgreSQL) could not be reached in time, or failed less than its breaker's
     window ago. The HTTP endpoint answers a request that needs the store with 503 and this message. Importable as
     ``mcpkit.stores.redis.StoreUnavailable`` and ``mcpkit.stores.postgres.StoreUnavailable`` too (one class)."""
+
+
+def without_password(url: str) -> str:
+    """``url`` with the password of its user info masked (error messages end up in logs)."""
+    head, at, tail = url.rpartition("@")
+    if not at or "://" not in head:
+        return url
+    scheme, _, userinfo = head.partition("://")
+    user, colon, _ = userinfo.partition(":")
+    return f"{scheme}://{user}{':***' if colon else ''}@{tail}"
 
 
 class BaseSessionStore:

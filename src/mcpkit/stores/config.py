@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..hosting import MAX_KEYS, check_key_ring
+from .base import without_password
 
 if TYPE_CHECKING:
     from .postgres import (
@@ -116,7 +117,7 @@ def _flag(value: str, name: str) -> bool:
 def _check_redis_url(url: str) -> None:
     """Refuse, where it is given, a URL that Redis clients cannot use (rather than in every worker at start, or,
     for a database that is not a number, by using database 0 without a word)."""
-    shown = _without_password(url)
+    shown = without_password(url)
     if "://" not in url:
         raise ValueError(f"not a Redis URL: {shown!r} (expected redis://host:port/db)")
     parts = urlsplit(url)
@@ -131,16 +132,6 @@ def _check_redis_url(url: str) -> None:
     db = parts.path.strip("/")
     if db and not (db.isascii() and db.isdigit()):
         raise ValueError(f"not a Redis URL: {shown!r} (the path is the database number: /0, /1, ...)")
-
-
-def _without_password(url: str) -> str:
-    """``url`` with the password of its user info masked (error messages end up in logs)."""
-    head, at, tail = url.rpartition("@")
-    if not at or "://" not in head:
-        return url
-    scheme, _, userinfo = head.partition("://")
-    user, colon, _ = userinfo.partition(":")
-    return f"{scheme}://{user}{':***' if colon else ''}@{tail}"
 
 
 @dataclass(frozen=True)
@@ -170,8 +161,8 @@ class ScaleConfig:
             check_url(self.postgres_url)
             if self.redis_url is not None:
                 raise ValueError(
-                    f"both a Redis URL ({_without_password(self.redis_url)}) and a PostgreSQL URL "
-                    f"({_without_password(self.postgres_url)}) are configured: the workers of one deployment share "
+                    f"both a Redis URL ({without_password(self.redis_url)}) and a PostgreSQL URL "
+                    f"({without_password(self.postgres_url)}) are configured: the workers of one deployment share "
                     "their state in one place; give one of them"
                 )
             if not 1 <= self.postgres_pool_size <= MAX_POOL_SIZE:

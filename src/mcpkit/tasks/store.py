@@ -120,7 +120,27 @@ def total_refused(max_records: int) -> TaskLimitReached:
     )
 
 
-class InMemoryTaskStore:
+class KeptBounds:
+    """The four bounds on what a task store keeps, checked and set once for every store (in memory, Redis,
+    PostgreSQL): see :class:`InMemoryTaskStore` for their meaning."""
+
+    max_records: int
+    max_bytes: int
+    max_records_per_owner: int
+    max_bytes_per_owner: int
+
+    def _keep_within(
+        self, max_records: int, max_bytes: int, max_records_per_owner: int, max_bytes_per_owner: int
+    ) -> None:
+        if min(max_records, max_bytes, max_records_per_owner, max_bytes_per_owner) < 1:
+            raise ValueError("max_records, max_bytes and their per-owner bounds must be positive")
+        self.max_records = max_records
+        self.max_bytes = max_bytes
+        self.max_records_per_owner = max_records_per_owner
+        self.max_bytes_per_owner = max_bytes_per_owner
+
+
+class InMemoryTaskStore(KeptBounds):
     """A :class:`TaskStore` in this process (the default): bounded per caller and in total, in records and bytes.
 
     Args:
@@ -152,12 +172,7 @@ class InMemoryTaskStore:
         max_records_per_owner: int = MAX_RECORDS_PER_OWNER,
         max_bytes_per_owner: int = MAX_BYTES_PER_OWNER,
     ) -> None:
-        if min(max_records, max_bytes, max_records_per_owner, max_bytes_per_owner) < 1:
-            raise ValueError("max_records, max_bytes and their per-owner bounds must be positive")
-        self.max_records = max_records
-        self.max_bytes = max_bytes
-        self.max_records_per_owner = max_records_per_owner
-        self.max_bytes_per_owner = max_bytes_per_owner
+        self._keep_within(max_records, max_bytes, max_records_per_owner, max_bytes_per_owner)
         self._owned: dict[str | None, dict[str, None]] = {}  # each owner's records, in creation order
         self._owned_bytes: dict[str | None, int] = {}
         self._records: dict[str, TaskRecord] = {}  # in creation order
@@ -393,4 +408,4 @@ class InMemoryTaskStore:
             self._drop(task_id)
 
 
-__all__ = ["Change", "InMemoryTaskStore", "Listener", "TaskStore"]
+__all__ = ["Change", "InMemoryTaskStore", "KeptBounds", "Listener", "TaskStore"]

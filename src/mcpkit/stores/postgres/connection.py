@@ -27,7 +27,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from ..base import StoreUnavailable
+from ..base import StoreUnavailable, without_password
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -52,16 +52,6 @@ MAX_POOL_SIZE = 100
 #: The version of the table layout (see the module docstring).
 SCHEMA_VERSION = 1
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,39}\Z")
-
-
-def without_password(url: str) -> str:
-    """``url`` with the password of its user info masked (error messages end up in logs)."""
-    head, at, tail = url.rpartition("@")
-    if not at or "://" not in head:
-        return url
-    scheme, _, userinfo = head.partition("://")
-    user, colon, _ = userinfo.partition(":")
-    return f"{scheme}://{user}{':***' if colon else ''}@{tail}"
 
 
 def check_url(url: str) -> None:

@@ -30,6 +30,7 @@ from ...tasks.store import (
     MAX_RECORDS,
     MAX_RECORDS_PER_OWNER,
     Change,
+    KeptBounds,
     Listener,
     Listeners,
     kept_refused,
@@ -50,7 +51,7 @@ def _size(record: TaskRecord) -> int:
     return len(orjson.dumps(record))
 
 
-class PostgresTaskStore:
+class PostgresTaskStore(KeptBounds):
     """A :class:`~mcpkit.tasks.store.TaskStore` in PostgreSQL (see the module docstring), shared by every worker:
     ``app.enable_tasks(PostgresTaskStore(pg))``, or built by ``create_app`` from a PostgreSQL configuration.
 
@@ -72,14 +73,9 @@ class PostgresTaskStore:
         max_records_per_owner: int = MAX_RECORDS_PER_OWNER,
         max_bytes_per_owner: int = MAX_BYTES_PER_OWNER,
     ) -> None:
-        if min(max_records, max_bytes, max_records_per_owner, max_bytes_per_owner) < 1:
-            raise ValueError("max_records, max_bytes and their per-owner bounds must be positive")
+        self._keep_within(max_records, max_bytes, max_records_per_owner, max_bytes_per_owner)
         self.conn: PostgresConnection
         self.conn, self._owns = postgres_for(postgres, prefix=prefix, timeout=timeout)
-        self.max_records: int = max_records
-        self.max_bytes: int = max_bytes
-        self.max_records_per_owner: int = max_records_per_owner
-        self.max_bytes_per_owner: int = max_bytes_per_owner
         self._table: str = self.conn.tables["tasks"]
         self.channel: str = f"{self.conn.prefix}tasks"
         self._origin = secrets.token_hex(8)

@@ -68,6 +68,7 @@ from ...tasks.store import (
     MAX_RECORDS,
     MAX_RECORDS_PER_OWNER,
     Change,
+    KeptBounds,
     Listener,
     Listeners,
     kept_refused,
@@ -91,7 +92,7 @@ RUNNER_TIMEOUT = 10.0
 GONE = "the worker running the task is gone"
 
 
-class RedisTaskStore(OnConnection):
+class RedisTaskStore(OnConnection, KeptBounds):
     """A :class:`~mcpkit.tasks.TaskStore` shared by every worker (see the module docstring).
 
     Args:
@@ -132,12 +133,7 @@ class RedisTaskStore(OnConnection):
     ) -> None:
         if runner_timeout <= 0:
             raise ValueError("runner_timeout must be positive")
-        if min(max_records_per_owner, max_bytes_per_owner, max_records, max_bytes) < 1:
-            raise ValueError("max_records, max_bytes and their per-owner bounds must be positive")
-        self.max_records_per_owner = max_records_per_owner
-        self.max_bytes_per_owner = max_bytes_per_owner
-        self.max_records = max_records
-        self.max_bytes = max_bytes
+        self._keep_within(max_records, max_bytes, max_records_per_owner, max_bytes_per_owner)
         self.conn: RedisConnection
         self.conn, self._owns = connection_for(redis, prefix=prefix, cluster=cluster, timeout=timeout)
         self._create = self.conn.client.register_script(CREATE)
