@@ -342,13 +342,13 @@ async def test_client_refuses_insecure_or_inconsistent_servers() -> None:
             if iss != "keep":
                 orig_redirect = a._redirect
 
-                async def redirect(send: Any, uri: str, params: Any) -> None:
+                async def redirect(send: Any, uri: str, params: Any, *rest: Any) -> None:
                     params = dict(params)
                     if iss is None:
                         params.pop("iss", None)
                     else:
                         params["iss"] = iss
-                    await orig_redirect(send, uri, params)
+                    await orig_redirect(send, uri, params, *rest)
 
                 a._redirect = redirect  # type: ignore[method-assign]
             return a
