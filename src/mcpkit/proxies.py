@@ -441,12 +441,16 @@ class ProxyServer(ClientWatches):
 
     def _serve_lists(self, kinds: Iterable[str]) -> None:
         """A component of the proxy's own, of a kind its upstreams do not serve, added: serve its methods (the
-        proxy's own answer them, the rest goes upstream as ever)."""
+        proxy's own answer them, the rest goes upstream as ever). A resource of its own can be subscribed to: the
+        sessions that begin from now on are told so (one begun earlier keeps what it was told)."""
         wanted = {"resource_templates": "resources"}
         caps = {wanted.get(kind, kind) for kind in kinds}
         if caps & {"prompts", "resources"}:
             caps.add("completions")
         added = False
+        if "resources" in caps and not self.resource_subscriptions:
+            self.resource_subscriptions = True
+            added = True
         for method, cap in _CAPABILITY.items():
             if cap in caps and not self.has_handler(method):
                 self.set_handler(method, self._handler(method))

@@ -195,3 +195,23 @@ async def test_a_proxy_with_resources_of_its_own_declares_subscriptions_its_upst
         await p.notify_resource_updated("mem://x")
         method, params = await watch.next(timeout=10)
         assert (method, params["uri"]) == ("notifications/resources/updated", "mem://x")
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_proxys_first_own_resource_added_while_serving_declares_subscriptions_to_new_sessions(
+    mode: str,
+) -> None:
+    """An upstream without ``resources.subscribe`` and a proxy that gets its first resource while it serves: a session
+    opened after declares subscriptions and gets the resource's updates (it used to declare none, so a client refused
+    to subscribe). A session opened before keeps the capabilities it was told when it began; it reads the resource."""
+    p = mcpkit.proxy(_upstream("unsubscribable"))
+    async with Client(p, mode=mode) as first:
+        assert not first.server_capabilities["resources"].get("subscribe")
+        p.add_resource("mem://x", "x")
+        async with Client(p, mode=mode) as client, client.watch(resource_uris=["mem://x"]) as watch:
+            assert client.server_capabilities["resources"].get("subscribe") is True
+            await p.notify_resource_updated("mem://x")
+            method, params = await watch.next(timeout=10)
+            assert (method, params["uri"]) == ("notifications/resources/updated", "mem://x")
+        assert await first.read_text("mem://x") == "x"
+        assert await first.read_text("data://up") == "upstream data"

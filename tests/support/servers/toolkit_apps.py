@@ -545,6 +545,15 @@ def resources_only_app() -> MCPKit:
     return app
 
 
+def unsubscribable_app() -> MCPKit:
+    """An upstream with a resource and a tool, declaring no resource subscriptions."""
+    app = MCPKit("unsubscribable")
+    app.resource_subscriptions = False
+    app.add_resource("data://up", "upstream data")
+    app.add_tool(lambda: "pong", name="ping")
+    return app
+
+
 APPS = {
     "cached": cached_app,
     "flaky": flaky_app,
@@ -561,6 +570,7 @@ APPS = {
     "as_tools": as_tools_app,
     "paged_upstream": paged_upstream_app,
     "resources_only": resources_only_app,
+    "unsubscribable": unsubscribable_app,
 }
 
 
