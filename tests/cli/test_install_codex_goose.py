@@ -268,3 +268,31 @@ def test_goose_over_an_extension_of_the_same_name_keeps_the_keys_the_user_added(
     given = mcpkit("goose", WEATHER, "-e", "UNITS=metric", home=tmp_path, cwd=tmp_path, env=env)
     assert given.returncode == 0 and "replaced 'weather'" in given.stdout, given.stderr
     assert yaml.safe_load(file.read_text())["extensions"]["weather"]["envs"] == {"UNITS": "metric"}
+
+
+def test_goose_files_an_extension_under_its_own_key_for_the_name_and_keeps_the_name_as_given(tmp_path: Path) -> None:
+    """goose looks an extension up by a key made from its name (lower case, blanks dropped, other characters
+    ``_``): a name written as the key itself would be a second, unreachable extension beside goose's own."""
+    xdg = tmp_path / "xdg"
+    env = {"XDG_CONFIG_HOME": str(xdg)}
+    proc = mcpkit("goose", WEATHER, "--name", "My Weather.v2", home=tmp_path, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    extensions = yaml.safe_load((xdg / "goose" / "config.yaml").read_text())["extensions"]
+    assert list(extensions) == ["myweather_v2"] and extensions["myweather_v2"]["name"] == "My Weather.v2"
+    again = mcpkit("goose", WEATHER, "--name", "My Weather.v2", home=tmp_path, cwd=tmp_path, env=env)
+    assert again.returncode == 0 and "unchanged" in again.stdout, again.stdout + again.stderr
+
+
+@pytest.mark.parametrize("variable", ["PATH", "PYTHONPATH", "ld_preload"])
+def test_goose_refuses_an_env_variable_goose_would_drop_and_leaves_the_file(tmp_path: Path, variable: str) -> None:
+    """goose drops (with only a warning in its log) the envs that steer which binaries and libraries load: the
+    server would start without them, so the install says so instead of writing an entry that does not work."""
+    xdg = tmp_path / "xdg"
+    file = xdg / "goose" / "config.yaml"
+    file.parent.mkdir(parents=True)
+    file.write_text(GOOSE_BEFORE)
+    proc = mcpkit(
+        "goose", WEATHER, "-e", f"{variable}=/opt/x", home=tmp_path, cwd=tmp_path, env={"XDG_CONFIG_HOME": str(xdg)}
+    )
+    assert proc.returncode != 0 and variable in proc.stderr and "goose" in proc.stderr, proc.stderr
+    assert file.read_text() == GOOSE_BEFORE

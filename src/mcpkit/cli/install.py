@@ -41,7 +41,8 @@ is copied next to it first (``<file>.<time>.bak``, never over an earlier backup)
 then moved into place (a symbolic link stays one: the file it points to is updated). A file that is not plain JSON
 (comments, trailing commas) is left alone: the command prints the entry to add by hand instead. ``--dry-run``
 shows what would be written. Codex's TOML is edited in place, its comments kept; goose's YAML is written whole
-(:mod:`mcpkit.cli.install_formats`).
+(:mod:`mcpkit.cli.install_formats`), the entry under goose's key for the name (:func:`goose_key`); an ``--env`` goose
+would drop (:data:`GOOSE_REFUSED_ENV`) is refused.
 """
 
 from __future__ import annotations
@@ -133,6 +134,51 @@ def config_path(host: str, scope: str = "user", *, home: Path | None = None, cwd
     return cwd / ".vscode" / "mcp.json" if scope == "project" else _config_home(home) / "Code" / "User" / "mcp.json"
 
 
+#: what goose refuses to set in an extension's ``envs`` (it drops them with a warning at start, so the server would
+#: run without them): the variables that steer which binaries and libraries a process loads
+GOOSE_REFUSED_ENV = frozenset(
+    {
+        "PATH",
+        "PATHEXT",
+        "SYSTEMROOT",
+        "WINDIR",
+        "LD_LIBRARY_PATH",
+        "LD_PRELOAD",
+        "LD_AUDIT",
+        "LD_DEBUG",
+        "LD_BIND_NOW",
+        "LD_ASSUME_KERNEL",
+        "DYLD_LIBRARY_PATH",
+        "DYLD_INSERT_LIBRARIES",
+        "DYLD_FRAMEWORK_PATH",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "NODE_OPTIONS",
+        "RUBYOPT",
+        "GEM_PATH",
+        "GEM_HOME",
+        "CLASSPATH",
+        "GO111MODULE",
+        "GOROOT",
+        "APPINIT_DLLS",
+        "SESSIONNAME",
+        "COMSPEC",
+        "TEMP",
+        "TMP",
+        "LOCALAPPDATA",
+        "USERPROFILE",
+        "HOMEDRIVE",
+        "HOMEPATH",
+    }
+)
+
+
+def goose_key(name: str) -> str:
+    """The key goose files an extension named ``name`` under (it looks extensions up by it: lower case, blanks
+    dropped, any character but letters, digits, ``_`` and ``-`` made ``_``)."""
+    return "".join(c if (c.isascii() and c.isalnum()) or c in "_-" else "_" for c in name if not c.isspace()).lower()
+
+
 def server_entry(
     spec: str,
     *,
@@ -165,6 +211,13 @@ def server_entry(
     else:
         command, args = interpreter, run
     if host == "goose":  # (install() adds the name: goose repeats it in the entry)
+        refused = sorted(k for k in env or {} if k.upper() in GOOSE_REFUSED_ENV)
+        if refused:
+            raise InstallError(
+                f"goose ignores these variables in an extension's envs (it refuses to override them): "
+                f"{', '.join(refused)}; set them in the environment goose itself runs in instead",
+                usage=True,
+            )
         return {
             "enabled": True,
             "type": "stdio",
@@ -265,9 +318,10 @@ def install(
     cwd = cwd or Path.cwd()
     file = path or config_path(host, scope, cwd=cwd)
     fmt = FORMATS.get(host, _JSON)
-    if host == "goose":
-        entry = {**entry, "name": name}
-    by_hand = f"Add this entry to it by hand:\n{fmt.show({SERVERS_KEY.get(host, 'mcpServers'): {name: entry}})}"
+    key = name
+    if host == "goose":  # (filed under goose's own key for the name, the name kept as given in the entry)
+        entry, key = {**entry, "name": name}, goose_key(name)
+    by_hand = f"Add this entry to it by hand:\n{fmt.show({SERVERS_KEY.get(host, 'mcpServers'): {key: entry}})}"
     document: Any = {}
     original: bytes | None = None
     if file.exists():
@@ -290,15 +344,15 @@ def install(
         servers = _servers_of(document, host, scope, cwd)
     except InstallError as exc:
         raise InstallError(f"{file}: {exc}: it was left as it is") from None
-    replaced = name in servers
-    entry, kept = _merged(servers.get(name), entry)
-    servers[name] = entry
+    replaced = key in servers
+    entry, kept = _merged(servers.get(key), entry)
+    servers[key] = entry
     if host == "vscode" and "inputs" not in document:
         document["inputs"] = []
     if document == before:  # (the same entry again: nothing to write, no backup to keep)
         return Installed(file, name, entry, document, replaced, None, False, unchanged=True, kept=kept)
     try:
-        text = fmt.dump(document, original, (SERVERS_KEY.get(host, "mcpServers"), name)).decode("utf-8")
+        text = fmt.dump(document, original, (SERVERS_KEY.get(host, "mcpServers"), key)).decode("utf-8")
     except ValueError as exc:
         raise InstallError(f"{file} cannot be edited safely ({exc}): it was left as it is. {by_hand}") from None
     if dry_run:
