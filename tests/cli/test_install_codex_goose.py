@@ -277,6 +277,7 @@ def test_goose_files_an_extension_under_its_own_key_for_the_name_and_keeps_the_n
     env = {"XDG_CONFIG_HOME": str(xdg)}
     proc = mcpkit("goose", WEATHER, "--name", "My Weather.v2", home=tmp_path, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
+    assert "added 'My Weather.v2' (as 'myweather_v2', the key goose makes of the name)" in proc.stdout, proc.stdout
     extensions = yaml.safe_load((xdg / "goose" / "config.yaml").read_text())["extensions"]
     assert list(extensions) == ["myweather_v2"] and extensions["myweather_v2"]["name"] == "My Weather.v2"
     again = mcpkit("goose", WEATHER, "--name", "My Weather.v2", home=tmp_path, cwd=tmp_path, env=env)
@@ -296,3 +297,18 @@ def test_goose_refuses_an_env_variable_goose_would_drop_and_leaves_the_file(tmp_
     )
     assert proc.returncode != 0 and variable in proc.stderr and "goose" in proc.stderr, proc.stderr
     assert file.read_text() == GOOSE_BEFORE
+
+
+def test_codex_files_a_name_its_own_commands_would_refuse_under_a_key_they_accept(tmp_path: Path) -> None:
+    """``codex mcp get|remove`` refuse a server name with other characters than letters, digits and ``-_:@/.``
+    (checked against codex 0.171.0): such a name is filed under a key with ``_`` in their place."""
+    codex_home = tmp_path / "codex"
+    env = {"CODEX_HOME": str(codex_home)}
+    proc = mcpkit("codex", WEATHER, "--name", "My Weather v2.1", home=tmp_path, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "(as 'My_Weather_v2.1'" in proc.stdout, proc.stdout
+    servers = tomllib.loads((codex_home / "config.toml").read_text())["mcp_servers"]
+    assert list(servers) == ["My_Weather_v2.1"]
+    plain = mcpkit("codex", WEATHER, "--name", "wx@team/a:b", home=tmp_path, cwd=tmp_path, env=env)
+    assert plain.returncode == 0 and "(as " not in plain.stdout, plain.stdout
+    assert "wx@team/a:b" in tomllib.loads((codex_home / "config.toml").read_text())["mcp_servers"]

@@ -319,7 +319,9 @@ def install_command(
     verb = "replaced" if done.replaced else "added"
     keeping = f", keeping its {', '.join(done.kept)}" if done.kept else ""
     backup = f" (the previous file is {done.backup})" if done.backup else ""
-    click.echo(f"{verb} {name!r} in {done.path}{keeping}{backup}")
+    why = "the key goose makes of the name" if host == "goose" else "a name Codex's own commands accept"
+    filed = f" (as {done.key!r}, {why})" if done.key != name else ""
+    click.echo(f"{verb} {name!r}{filed} in {done.path}{keeping}{backup}")
     click.echo(RESTART[host])
 
 

@@ -41,8 +41,8 @@ is copied next to it first (``<file>.<time>.bak``, never over an earlier backup)
 then moved into place (a symbolic link stays one: the file it points to is updated). A file that is not plain JSON
 (comments, trailing commas) is left alone: the command prints the entry to add by hand instead. ``--dry-run``
 shows what would be written. Codex's TOML is edited in place, its comments kept; goose's YAML is written whole
-(:mod:`mcpkit.cli.install_formats`), the entry under goose's key for the name (:func:`goose_key`); an ``--env`` goose
-would drop (:data:`GOOSE_REFUSED_ENV`) is refused.
+(:mod:`mcpkit.cli.install_formats`). goose and Codex file an entry under a key they make of the name
+(:func:`host_key`); an ``--env`` goose would drop (:data:`GOOSE_REFUSED_ENV`) is refused.
 """
 
 from __future__ import annotations
@@ -173,10 +173,18 @@ GOOSE_REFUSED_ENV = frozenset(
 )
 
 
-def goose_key(name: str) -> str:
-    """The key goose files an extension named ``name`` under (it looks extensions up by it: lower case, blanks
-    dropped, any character but letters, digits, ``_`` and ``-`` made ``_``)."""
-    return "".join(c if (c.isascii() and c.isalnum()) or c in "_-" else "_" for c in name if not c.isspace()).lower()
+def host_key(host: str, name: str) -> str:
+    """The key ``host`` files a server named ``name`` under. goose looks an extension up by a key it makes from
+    the name (lower case, blanks dropped, any character but letters, digits, ``_`` and ``-`` made ``_``); Codex's
+    own commands (``codex mcp get|remove``) refuse a name of other characters than letters, digits and
+    ``-_:@/.``, so those become ``_``. The other hosts take the name as it is."""
+    if host == "goose":
+        return "".join(
+            c if (c.isascii() and c.isalnum()) or c in "_-" else "_" for c in name if not c.isspace()
+        ).lower()
+    if host == "codex":
+        return "".join(c if (c.isascii() and c.isalnum()) or c in "-_:@/." else "_" for c in name)
+    return name
 
 
 def server_entry(
@@ -272,6 +280,7 @@ class Installed:
     unchanged: bool = False  # the file already held this entry as it is: nothing was written
     text: str = ""  # the file as written (or, with ``dry_run``, as it would be)
     kept: tuple[str, ...] = ()  # the keys the replaced entry had that mcpkit does not write: kept in ``entry``
+    key: str = ""  # the key the entry is filed under (:func:`host_key`: the name, but for goose and Codex)
 
 
 def _merged(old: object, entry: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -318,9 +327,9 @@ def install(
     cwd = cwd or Path.cwd()
     file = path or config_path(host, scope, cwd=cwd)
     fmt = FORMATS.get(host, _JSON)
-    key = name
-    if host == "goose":  # (filed under goose's own key for the name, the name kept as given in the entry)
-        entry, key = {**entry, "name": name}, goose_key(name)
+    key = host_key(host, name)
+    if host == "goose":  # (goose repeats the name, as given, in the entry)
+        entry = {**entry, "name": name}
     by_hand = f"Add this entry to it by hand:\n{fmt.show({SERVERS_KEY.get(host, 'mcpServers'): {key: entry}})}"
     document: Any = {}
     original: bytes | None = None
@@ -350,16 +359,16 @@ def install(
     if host == "vscode" and "inputs" not in document:
         document["inputs"] = []
     if document == before:  # (the same entry again: nothing to write, no backup to keep)
-        return Installed(file, name, entry, document, replaced, None, False, unchanged=True, kept=kept)
+        return Installed(file, name, entry, document, replaced, None, False, unchanged=True, kept=kept, key=key)
     try:
         text = fmt.dump(document, original, (SERVERS_KEY.get(host, "mcpServers"), key)).decode("utf-8")
     except ValueError as exc:
         raise InstallError(f"{file} cannot be edited safely ({exc}): it was left as it is. {by_hand}") from None
     if dry_run:
-        return Installed(file, name, entry, document, replaced, None, False, text=text, kept=kept)
+        return Installed(file, name, entry, document, replaced, None, False, text=text, kept=kept, key=key)
     real = file.resolve() if file.is_symlink() else file  # a linked file (dotfiles) is written where it points
     try:
-        done = Installed(file, name, entry, document, replaced, None, True, text=text, kept=kept)
+        done = Installed(file, name, entry, document, replaced, None, True, text=text, kept=kept, key=key)
         return _write(real, original, done)
     except OSError as exc:
         raise InstallError(f"cannot write {file}: {exc.strerror or exc}: it was left as it is") from None
