@@ -89,7 +89,10 @@ _RELAYED_EXTENSIONS: dict[str, tuple[str, ...]] = {
     SKILLS_EXTENSION: ("skills/list", "skills/get", "resources/directory/read"),
 }
 _EXTENSION_METHODS = frozenset(m for methods in _RELAYED_EXTENSIONS.values() for m in methods)
-_MAX_UPSTREAM_CURSOR = 600  # characters of an upstream cursor a gateway cursor can carry (within 1024)
+#: characters of an upstream cursor the proxy's cursor carries (what an mcpkit server's own cursors may be), and of
+#: the proxy's cursor with it inside (its base64 and seal); a longer one fails that list request
+_MAX_UPSTREAM_CURSOR = 1024
+_MAX_PROXY_CURSOR = 2048
 
 
 def proxy(target: Any, *, name: str | None = None, **options: Any) -> ProxyServer:
@@ -202,7 +205,7 @@ class ProxyServer(ClientWatches):
         self.reconnect_max_delay: float = max(self.reconnect_delay, reconnect_max_delay)
         opts = dict(client_options or {})
         self.upstreams: list[Upstream] = [Upstream(self, prefix, target, opts) for prefix, target in targets.items()]
-        self._cursors = Paginator(None)
+        self._cursors = Paginator(None, max_cursor=_MAX_PROXY_CURSOR)
         self._exchanges: dict[str, _Exchange] = {}
         self._listening: dict[object, dict[Upstream, set[str]]] = {}  # listen streams' URIs on 2026-07-28 upstreams
         self._ids = itertools.count(1)
@@ -371,14 +374,9 @@ class ProxyServer(ClientWatches):
         cursor = params.get("cursor")
         own_kind = OWN_KINDS.get(method)
         own = own_kind is not None and len(self._registries[own_kind]) > 0
-        if len(self.upstreams) == 1 and not own:  # a plain proxy: the upstream's own cursors
-            upstream = self.upstreams[0]
-            out = upstream_params(params, sctx)
-            result = await self._forward(sctx, upstream, method, out)
-            shaped = shape_result(method, result, sctx.features, upstream.prefix)
-            return prefixed_skills_result(method, shaped, upstream.prefix) if skills and upstream.prefix else shaped
-        # a gateway, or a proxy with components of its own: one page per request, of the proxy's own list (segment
-        # 0) or of one member's (segment i + 1: upstream i), the segment and its cursor sealed in ours
+        # one page per request, of the proxy's own list (segment 0) or of one upstream's (segment i + 1: upstream i),
+        # the segment and its cursor sealed in the proxy's: one format whether the proxy has a list of its own or
+        # not, so a walk goes on when its own list appears or empties meanwhile
         kind = f"gateway:{method}"
         seg, inner = (0, "") if cursor is None else self._cursors.decode(kind, cursor)
 
@@ -421,10 +419,14 @@ class ProxyServer(ClientWatches):
         nxt = result.get("nextCursor")
         shaped.pop("nextCursor", None)
         if isinstance(nxt, str) and nxt:
-            if len(nxt) > _MAX_UPSTREAM_CURSOR:
+            sealed = self._cursors.encode(kind, seg, nxt) if len(nxt) <= _MAX_UPSTREAM_CURSOR else ""
+            if not sealed or len(sealed) > _MAX_PROXY_CURSOR:
                 who = "the upstream" if upstream.prefix is None else f"gateway member {upstream.prefix!r}"
-                raise MCPError(f"{who} sent a cursor longer than {_MAX_UPSTREAM_CURSOR} characters")
-            shaped["nextCursor"] = self._cursors.encode(kind, seg, nxt)
+                raise MCPError(
+                    f"{who} sent a cursor too long to carry (at most {_MAX_UPSTREAM_CURSOR} characters, "
+                    f"{_MAX_PROXY_CURSOR} sealed)"
+                )
+            shaped["nextCursor"] = sealed
         elif any(serves(i) for i in range(seg, len(self.upstreams))):
             shaped["nextCursor"] = self._cursors.encode(kind, seg + 1, "")
         return shaped

@@ -3,7 +3,8 @@
 ``p.add_tool_search()``) are served beside the upstream's.
 
 - Lists: the proxy's own items come first, in pages of its own list (``page_size``), then the upstream's pages; the
-  cursor of a merged list is the proxy's, sealed, carrying the page of whichever list comes next.
+  cursor of a list is the proxy's, sealed, carrying the page of whichever list comes next (with or without a list
+  of its own: a walk goes on when that list appears or empties meanwhile).
 - A name (or URI) both have is the proxy's: the upstream's item is left out of the list, with one warning per name,
   and a request of it is answered by the proxy's own.
 - Requests of the proxy's own components (a call, a read, a ``prompts/get``, a completion of one) are answered by

@@ -121,6 +121,9 @@ async def _ts(node: Path, script: str, target: list[str], *extra: str) -> dict[s
 def _compare(direct: dict[str, Any], proxied: dict[str, Any]) -> None:
     assert proxied["serverInfo"] == direct["serverInfo"]
     for step, a, b in zip(STEPS, direct["results"], proxied["results"], strict=True):
+        if step.get("cursor") == "forged":  # (the proxy's cursors are its own, sealed: it refuses one it did not make)
+            assert _normal(b) == {"error": {"code": -32602}}, (step, b)
+            continue
         assert _normal(b) == _normal(a), step
     progress = [n["params"]["progress"] for n in direct["notifications"] if n["method"] == "notifications/progress"]
     assert (

@@ -114,24 +114,40 @@ async def test_tool_search_on_a_proxy_finds_and_calls_its_own_tools(mode: str) -
         assert (await client.call_tool("weather_report", {"city": "Rome"})).text == "rain in Rome"
 
 
-async def test_an_upstream_cursor_a_proxy_with_its_own_tools_would_carry_is_bounded() -> None:
+async def test_the_upstream_cursor_a_proxys_cursor_carries_is_bounded() -> None:
+    """The proxy's cursor carries the upstream's (any a server of ours makes: up to 1,024 characters), given back
+    upstream as it came; a longer one fails that list request and the session goes on."""
     from mcpkit import MCPKit
     from mcpkit.protocol.errors import MCPError
 
-    long_cursor = "c" * 700  # (over the 600 characters the proxy's sealed cursor carries)
+    fits, too_long = "c" * 1024, "c" * 1025
+    asked: list[Any] = []
+
+    def tools(sctx: Any, params: Any) -> Any:
+        asked.append(params.get("cursor"))
+        if params.get("cursor") is None:
+            return {"tools": [], "nextCursor": fits}
+        return {"tools": [], "nextCursor": too_long}
+
     up = MCPKit("long-cursors")
-    up.set_handler("tools/list", lambda sctx, params: {"tools": [], "nextCursor": long_cursor})
-    plain = mcpkit.proxy(up)
-    async with Client(plain) as client:  # (a proxy without tools of its own relays the upstream's cursor)
-        assert (await client.session.request("tools/list", {}))["nextCursor"] == long_cursor
-    p = mcpkit.proxy(up)
-    p.add_tool(lambda: "own", name="own")
-    async with Client(p) as client:
-        first = await client.session.request("tools/list", {})
-        assert [t["name"] for t in first["tools"]] == ["own"]
-        with pytest.raises(MCPError, match="the upstream sent a cursor longer than 600 characters"):
-            await client.session.request("tools/list", {"cursor": first["nextCursor"]})
-        assert (await client.call_tool("own", {})).text == "own"  # (the session goes on)
+    up.set_handler("tools/list", tools)
+    for own in (False, True):
+        p = mcpkit.proxy(up)
+        if own:
+            p.add_tool(lambda: "own", name="own")
+        async with Client(p) as client:
+            page = await client.session.request("tools/list", {})
+            if own:
+                assert [t["name"] for t in page["tools"]] == ["own"]
+                page = await client.session.request("tools/list", {"cursor": page["nextCursor"]})
+            assert len(page["nextCursor"]) <= 2048 and asked[-1] is None
+            with pytest.raises(MCPError, match="the upstream sent a cursor too long to carry"):
+                await client.session.request("tools/list", {"cursor": page["nextCursor"]})
+            assert asked[-1] == fits  # (given back upstream as it came)
+            with pytest.raises(MCPError, match="invalid cursor"):  # (the proxy's cursors are its own, sealed)
+                await client.session.request("tools/list", {"cursor": fits})
+            if own:
+                assert (await client.call_tool("own", {})).text == "own"  # (the session goes on)
 
 
 @pytest.mark.parametrize("mode", ERAS)
@@ -215,3 +231,50 @@ async def test_a_proxys_first_own_resource_added_while_serving_declares_subscrip
             assert (method, params["uri"]) == ("notifications/resources/updated", "mem://x")
         assert await first.read_text("mem://x") == "x"
         assert await first.read_text("data://up") == "upstream data"
+
+
+async def _next_page(client: Client, cursor: str | None) -> tuple[list[str], str | None]:
+    page = await client.session.request("tools/list", {"cursor": cursor} if cursor else {})
+    return [t["name"] for t in page["tools"]], page.get("nextCursor")
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_walk_goes_on_when_the_proxys_own_list_appears_or_empties_meanwhile(mode: str) -> None:
+    """A plain proxy's list cursors used to be the upstream's own until it had a list of its own, and sealed after:
+    a walk begun before its first tool was added, or before its last was removed, was refused its next page
+    (-32602). Every cursor is now the proxy's, with the upstream's inside: the walk goes on, and the upstream's
+    items come each once."""
+    upstream_order = ["up0", "up1", "up2", "up3", "up4", "up5", "clash"]  # (in its pages of 2)
+    p = mcpkit.proxy(_upstream("paged_upstream"), page_size=2)
+    async with Client(p, mode=mode) as client:
+        assert [t.name for t in await client.list_tools()] == upstream_order
+        # the proxy's own list appears while the client is in the upstream's pages
+        walked, cursor = await _next_page(client, None)
+        assert walked == upstream_order[:2]
+        p.add_tool(lambda: "own", name="own")
+        while cursor:
+            names, cursor = await _next_page(client, cursor)
+            walked += names
+        assert walked == upstream_order, walked
+        # a new walk has it first; it empties while the client is in the upstream's pages, then in its own
+        walked, cursor = await _next_page(client, None)
+        assert walked == ["own"]
+        names, cursor = await _next_page(client, cursor)
+        assert names == upstream_order[:2]
+        walked += names
+        p.remove_tool("own")
+        while cursor:
+            names, cursor = await _next_page(client, cursor)
+            walked += names
+        assert walked == ["own", *upstream_order], walked
+        p.add_tool(lambda: "own", name="own")
+        p.add_tool(lambda: "own too", name="own2")
+        p.add_tool(lambda: "own three", name="own3")
+        walked, cursor = await _next_page(client, None)
+        assert walked == ["own", "own2"]
+        for name in ("own", "own2", "own3"):
+            p.remove_tool(name)
+        while cursor:  # (the proxy's list is gone: the walk goes on with the upstream's, from its start)
+            names, cursor = await _next_page(client, cursor)
+            walked += names
+        assert walked == ["own", "own2", *upstream_order], walked

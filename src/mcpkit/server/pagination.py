@@ -94,10 +94,14 @@ def _unb64(text: str) -> bytes:
 class Paginator:
     """Slice lists into pages with sealed cursors. ``key`` (bytes) lets several workers share cursors; without it,
     the cursor keys derive from ``ring``'s keys (a :class:`~mcpkit.server.request_state.RequestStateSealer`: the
-    first signs, every one verifies, so they rotate with the ``requestState`` keys), else from a random key."""
+    first signs, every one verifies, so they rotate with the ``requestState`` keys), else from a random key.
+    ``max_cursor``: the longest cursor it reads (characters; a longer one is refused unread)."""
 
-    def __init__(self, key: bytes | None = None, *, ring: RequestStateSealer | None = None) -> None:
+    def __init__(
+        self, key: bytes | None = None, *, ring: RequestStateSealer | None = None, max_cursor: int = _MAX_CURSOR
+    ) -> None:
         self._ring = None if key is not None else ring
+        self._max_cursor = max_cursor  # (characters of a cursor it takes: longer is refused unread)
         self._source: list[bytes] | None = None  # the ring's key list the keys below derive from
         self._keys = [key or os.urandom(32)]
 
@@ -117,7 +121,7 @@ class Paginator:
         return f"{body}.{self._sign(body, self._current()[0])}"
 
     def decode(self, kind: str, cursor: Any) -> tuple[int, str]:
-        if not isinstance(cursor, str) or len(cursor) > _MAX_CURSOR or not cursor.isascii():
+        if not isinstance(cursor, str) or len(cursor) > self._max_cursor or not cursor.isascii():
             raise InvalidParams("invalid cursor")
         body, _, sig = cursor.partition(".")
         if not sig or not any(hmac.compare_digest(sig, self._sign(body, k)) for k in self._current()):
