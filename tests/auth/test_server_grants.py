@@ -7,6 +7,8 @@ import time
 from urllib.parse import parse_qsl, urlsplit
 
 import httpx
+import jwt
+import pytest
 
 from mcpkit.auth import AuthorizationServer, RedisAuthStorage, SigningKey
 from mcpkit.auth._util import pkce_pair
@@ -131,3 +133,99 @@ async def test_a_refused_wider_refresh_never_fails_a_concurrent_refresh_by_the_s
         assert (await refresh(token, **elsewhere)).json()["error"] == "invalid_target"
         assert (await refresh(token)).status_code == 200
     await storage.aclose()
+
+
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+async def test_an_openid_grant_answers_an_id_token_for_the_client_with_the_requests_nonce(
+    backend: str,
+    redis_url: str,  # noqa: F811
+) -> None:
+    """The server advertised OpenID discovery but never issued an ``id_token`` (OpenID Connect Core §3.1.3.3).
+    With ``openid`` granted, the code's token answer carries one signed with the server's key (ES256, its ``kid``),
+    for the client (``aud``), with the authorization request's ``nonce`` kept through the code record in either
+    storage; a refresh still granting ``openid`` gets one without ``nonce`` (§12.2), a narrower refresh and a grant
+    without ``openid`` get none. A nonce longer than ``MAX_NONCE`` characters is refused."""
+    from mcpkit.auth.server_authorize import MAX_NONCE
+
+    storage = RedisAuthStorage(redis_url, prefix=f"mcpkit-test:{time.time_ns()}:") if backend == "redis" else None
+
+    def make(base: str) -> AuthorizationServer:
+        return AuthorizationServer(base, auto_approve=True, scopes_supported=["mcp:read"], storage=storage)
+
+    async with serve(make) as (base, _), httpx.AsyncClient(follow_redirects=False) as http:
+        meta = (await http.get(base + "/.well-known/openid-configuration")).json()
+        assert meta["response_types_supported"] == ["code"] and "openid" in meta["scopes_supported"]
+        assert meta["id_token_signing_alg_values_supported"] == ["ES256"]
+        assert {"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce"} <= set(meta["claims_supported"])
+        keys = jwt.PyJWKSet.from_dict((await http.get(meta["jwks_uri"])).json())
+        reg = await http.post(
+            base + "/register", json={"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}
+        )
+        cid = reg.json()["client_id"]
+
+        async def authorize(scope: str, **extra: str) -> httpx.Response:
+            verifier, challenge = pkce_pair()
+            query = {
+                "response_type": "code",
+                "client_id": cid,
+                "redirect_uri": REDIRECT,
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+                "scope": scope,
+                **extra,
+            }
+            location = (await http.get(base + "/authorize", params=query)).headers["location"]
+            got = dict(parse_qsl(urlsplit(location).query))
+            if "code" not in got:
+                return httpx.Response(400, json=got)
+            form = {
+                "grant_type": "authorization_code",
+                "code": got["code"],
+                "code_verifier": verifier,
+                "client_id": cid,
+                "redirect_uri": REDIRECT,
+            }
+            return await http.post(base + "/token", data=form)
+
+        def checked(id_token: str) -> dict[str, object]:
+            header = jwt.get_unverified_header(id_token)
+            assert header["alg"] == "ES256"
+            key = next(k for k in keys.keys if k.key_id == header["kid"])
+            claims: dict[str, object] = jwt.decode(id_token, key.key, algorithms=["ES256"], audience=cid, issuer=base)
+            assert claims["sub"] == "test-user" and claims["aud"] == cid
+            assert isinstance(claims["iat"], int) and isinstance(claims["exp"], int) and claims["exp"] > claims["iat"]
+            assert isinstance(claims["auth_time"], int) and abs(claims["auth_time"] - time.time()) < 120
+            return claims
+
+        before = int(time.time())
+        answer = await authorize("openid mcp:read", nonce="n-0S6_WzA2Mj")
+        assert answer.status_code == 200, answer.text
+        first = checked(answer.json()["id_token"])
+        assert first["nonce"] == "n-0S6_WzA2Mj" and isinstance(first["auth_time"], int)
+        assert before - 1 <= first["auth_time"] <= int(time.time()) + 1
+        refreshed = await http.post(
+            base + "/token",
+            data={"grant_type": "refresh_token", "refresh_token": answer.json()["refresh_token"], "client_id": cid},
+        )
+        assert refreshed.status_code == 200, refreshed.text
+        again = checked(refreshed.json()["id_token"])
+        assert "nonce" not in again and again["auth_time"] == first["auth_time"]
+        narrower = await http.post(
+            base + "/token",
+            data={
+                "grant_type": "refresh_token",
+                "refresh_token": refreshed.json()["refresh_token"],
+                "client_id": cid,
+                "scope": "mcp:read",
+            },
+        )
+        assert narrower.status_code == 200 and "id_token" not in narrower.json()
+        without_nonce = await authorize("openid")
+        assert "nonce" not in checked(without_nonce.json()["id_token"])
+        plain = await authorize("mcp:read", nonce="ignored")
+        assert plain.status_code == 200 and "id_token" not in plain.json()
+        too_long = await authorize("openid", nonce="n" * (MAX_NONCE + 1))
+        assert too_long.json()["error"] == "invalid_request" and "nonce" in too_long.json()["error_description"]
+        assert (await authorize("openid", nonce="n" * MAX_NONCE)).status_code == 200
+    if storage is not None:
+        await storage.aclose()

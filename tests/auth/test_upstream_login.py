@@ -6,6 +6,7 @@ through its loopback listener while a browser (httpx, cookies, the consent form 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import httpx
@@ -62,6 +63,42 @@ async def test_a_user_signs_in_at_the_upstream_provider_and_a_tool_calls_its_api
         assert ours.access_token not in issued and ours.refresh_token not in issued
         await client.aclose()
         await browser.aclose()
+
+
+async def test_an_openid_provider_signs_the_user_in_by_its_id_token_and_a_forged_one_is_refused() -> None:
+    """``UpstreamProvider.oidc(<the IdP>)``, whose discovery names no userinfo endpoint: the user is who the IdP's
+    ``id_token`` says, verified against its keys, issuer, audience (the proxy's client id), expiry and the nonce
+    the proxy sent. An IdP answering an id_token with another nonce or audience, expired, or signed by another
+    key signs nobody in: the MCP client gets ``server_error`` and no code."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    tamper: list[Any] = [lambda claims: (claims, None)]
+    async with proxy_stack(oidc=True, tamper=tamper) as s:
+        provider = s["login"].provider
+        assert provider.userinfo_url is None and provider.openid and provider.issuer == s["idp_url"]
+        browser = Browser()
+        client, _ = oauth_client(s, browser)
+        assert await call(s["mcp_url"], client) == "login-of-alice|alice"
+        to_idp = [path for m, path, _ in s["idp_log"].requests if path.startswith("/authorize")]
+        nonce = dict(httpx.QueryParams(to_idp[0].split("?", 1)[1]))["nonce"]
+        id_token = s["idp_recorded"].bodies("/token")[0]["id_token"]
+        claims = jwt.decode(id_token, options={"verify_signature": False})
+        assert claims["nonce"] == nonce and claims["aud"] == "mcp-proxy" and claims["sub"] == "alice"
+        # only the tool's own API call read userinfo: the sign-in did not
+        assert [p for _, p, _ in s["idp_log"].requests if p.startswith("/userinfo")] == ["/userinfo"]
+        await client.aclose()
+        now = int(time.time())
+        forgeries = {
+            "another nonce": lambda c: ({**c, "nonce": "not-this-login"}, None),
+            "another audience": lambda c: ({**c, "aud": "another-client"}, None),
+            "expired": lambda c: ({**c, "iat": now - 1200, "exp": now - 600}, None),
+            "another key": lambda c: (c, ec.generate_private_key(ec.SECP256R1())),
+        }
+        for why, forge in forgeries.items():
+            tamper[0] = forge
+            refused = query(await Browser().open(await authorize_url(s), stop_at=REDIRECT))
+            assert refused["error"] == "server_error" and "code" not in refused, why
+            assert refused["state"] == "client-state", why
 
 
 # ------------------------------------------------------------------------------------------- refusals

@@ -7,6 +7,7 @@ redirects, keeping cookies, posting the consent form)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import html
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -146,6 +147,39 @@ def identity_provider(base: str, users: Callable[[], str | None]) -> Authorizati
     return idp
 
 
+#: rewrites the claims of the id_token the IdP's /token answers, and names the key that signs it again (None: the
+#: IdP's own): a misbehaving or impostor identity provider
+IdTokenTamper = Callable[[dict[str, Any]], tuple[dict[str, Any], Any]]
+
+
+def tampering(idp: AuthorizationServer, app: Any, tamper: IdTokenTamper) -> Any:
+    """``app`` (the IdP) with every ``id_token`` of its /token answers rewritten by ``tamper``."""
+
+    async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not scope["path"].endswith("/token"):
+            await app(scope, receive, send)
+            return
+        held: dict[str, Any] = {}
+
+        async def rewrite(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                held["start"] = message
+                return
+            body = orjson.loads(message["body"])
+            if "id_token" in body:
+                claims = jwt.decode(body["id_token"], options={"verify_signature": False})
+                claims, key = tamper(claims)
+                body["id_token"] = jwt.encode(claims, key or idp.key, algorithm="ES256", headers={"kid": idp.kid})
+            data = orjson.dumps(body)
+            headers = [(k, v) for k, v in held["start"]["headers"] if k.lower() != b"content-length"]
+            await send({**held["start"], "headers": [*headers, (b"content-length", str(len(data)).encode())]})
+            await send({"type": "http.response.body", "body": data})
+
+        await app(scope, receive, rewrite)
+
+    return wrapped
+
+
 def proxied_server(login: UpstreamLogin, idp_url: str) -> MCPKit:
     app = MCPKit("proxied", version="1.0.0")
 
@@ -173,15 +207,27 @@ async def proxy_stack(
     proxy_options: dict[str, Any] | None = None,
     idp_options: Callable[[AuthorizationServer], Awaitable[None]] | None = None,
     secret: str = PROXY_CLIENT_SECRET,
+    oidc: bool = False,
+    tamper: list[IdTokenTamper] | None = None,
 ) -> AsyncIterator[dict[str, Any]]:
-    """The IdP, then the proxy hosting the MCP server at ``<proxy>/mcp``; the proxy registered at the IdP."""
+    """The IdP, then the proxy hosting the MCP server at ``<proxy>/mcp``; the proxy registered at the IdP.
+    ``oidc=True``: the provider is ``UpstreamProvider.oidc(<the IdP>)`` (its discovery names no userinfo endpoint:
+    users are identified by the id_token alone); ``tamper[0]``, when set, rewrites the IdP's id_tokens."""
     s: dict[str, Any] = {"idp_recorded": Recorded(), "proxy_recorded": Recorded()}
 
     def make_idp(base: str) -> Any:
         s["idp"] = identity_provider(base, user)
-        return s["idp_recorded"].wrap(s["idp"])
+        app = s["idp"]
+        if tamper is not None:
+            app = tampering(s["idp"], app, lambda claims: tamper[0](claims) if tamper else (claims, None))
+        return s["idp_recorded"].wrap(app)
 
     async with serve(make_idp) as (idp_url, idp_log):
+        discovered = (
+            await UpstreamProvider.oidc(idp_url, PROXY_CLIENT_ID, secret, scopes=("openid", "profile"), name="Test IdP")
+            if oidc
+            else None
+        )
 
         def make_proxy(base: str) -> Any:
             fields: dict[str, Any] = {
@@ -193,7 +239,10 @@ async def proxy_stack(
                 "scopes": ("profile",),
                 "name": "Test IdP",
             }
-            provider = UpstreamProvider(**{**fields, **(provider_options or {})})
+            if discovered is not None:
+                provider = dataclasses.replace(discovered, **(provider_options or {}))
+            else:
+                provider = UpstreamProvider(**{**fields, **(provider_options or {})})
             login = UpstreamLogin(provider, **(login_options or {}))
             resource = base + "/mcp"
             verifier = JWTVerifier(issuer=base, audience=resource, jwks_url=base + "/jwks")

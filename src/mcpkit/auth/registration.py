@@ -199,7 +199,7 @@ class ClientRegistration:
             )
         scope_value = meta.get("scope") if isinstance(meta.get("scope"), str) else None
         if scope_value is not None and self.scopes_supported is not None:
-            unknown = [s for s in scope_value.split() if s not in self.scopes_supported]
+            unknown = [s for s in scope_value.split() if s not in self.scopes_supported and s != "openid"]
             if unknown:
                 raise _OAuthError("invalid_client_metadata", "unknown scope: " + " ".join(unknown))
         granted = self._registration_grant(scope_value)

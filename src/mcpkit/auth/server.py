@@ -316,11 +316,13 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
             # OpenID Connect discovery requires these; harmless for RFC 8414 readers
             "subject_types_supported": ["public"],
             "id_token_signing_alg_values_supported": ["ES256"],
+            "claims_supported": ["iss", "sub", "aud", "exp", "iat", "auth_time", "nonce"],
         }
         if self.registration:
             doc["registration_endpoint"] = self.url("/register")
-        if self.scopes_supported is not None:
-            doc["scopes_supported"] = list(self.scopes_supported)
+        if self.scopes_supported is not None:  # an OpenID provider supports openid whatever else it lists
+            extra = [] if "openid" in self.scopes_supported else ["openid"]
+            doc["scopes_supported"] = [*self.scopes_supported, *extra]
         if self.assertion_verifiers:
             doc["grant_types_supported"].append(JWT_BEARER_GRANT)
             doc["authorization_grant_profiles_supported"] = [ID_JAG_PROFILE]
@@ -465,12 +467,12 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
         else:
             scopes = list(self.default_scopes)
         if self.scopes_supported is not None:
-            unknown = [s for s in scopes if s not in self.scopes_supported]
+            unknown = [s for s in scopes if s not in self.scopes_supported and s != "openid"]
             if unknown:
                 raise _OAuthError("invalid_scope", "unknown scope: " + " ".join(unknown))
         if client.scope is not None:
             allowed = set(client.scope.split())
-            if any(s not in allowed for s in scopes):
+            if any(s not in allowed and s != "openid" for s in scopes):
                 raise _OAuthError("invalid_scope", "scope not allowed for this client")
         return scopes
 

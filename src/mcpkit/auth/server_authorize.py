@@ -20,7 +20,11 @@ from .storage import AuthorizationRequest, AuthStorage, ClientRecord, _Code
 if TYPE_CHECKING:
     from .upstream_login import UpstreamLogin
 
-__all__ = ["Approver", "AuthorizeEndpoint"]
+__all__ = ["MAX_NONCE", "Approver", "AuthorizeEndpoint"]
+
+#: the longest OpenID Connect ``nonce`` an authorization request may carry (characters): it is kept in the code
+#: record and signed into the id_token
+MAX_NONCE = 512
 
 #: decides an authorization request: the subject it is granted to, or None to deny it
 Approver = Callable[[AuthorizationRequest], Awaitable[str | None]]
@@ -140,25 +144,19 @@ class AuthorizeEndpoint:
         except _OAuthError as exc:
             await fail(exc.error, exc.description)
             return
+        nonce = q.get("nonce")
+        if nonce is not None and len(nonce) > MAX_NONCE:
+            await fail("invalid_request", f"nonce is longer than {MAX_NONCE} characters")
+            return
+        request = AuthorizationRequest(client, redirect_uri, scopes, resource, state, nonce=nonce)
         if self.upstream is not None:  # an OAuth proxy: consent, then the login at the upstream provider
-            request = AuthorizationRequest(client, redirect_uri, scopes, resource, state)
             await self.upstream.begin(scope, send, request, challenge, "redirect_uri" in q)
             return
-        subject = (
-            await self.approver(AuthorizationRequest(client, redirect_uri, scopes, resource, state))
-            if self.approver is not None
-            else None
-        )
+        subject = await self.approver(request) if self.approver is not None else None
         if subject is None:
             await fail("access_denied", "the resource owner denied the request")
             return
-        await self._issue_code(
-            send,
-            AuthorizationRequest(client, redirect_uri, scopes, resource, state),
-            challenge,
-            subject,
-            "redirect_uri" in q,
-        )
+        await self._issue_code(send, request, challenge, subject, "redirect_uri" in q)
 
     async def _issue_code(
         self,
@@ -185,6 +183,8 @@ class AuthorizeEndpoint:
                 subject,
                 self.clock() + self.code_ttl,
                 redirect_uri_given=redirect_uri_given,
+                nonce=request.nonce,
+                auth_time=int(self.clock()),
             ),
         )
         await self._used(client)

@@ -1,8 +1,8 @@
 """The token grants of the development authorization server (:mod:`mcpkit.auth.server`): the authorization code
 (PKCE S256, single use: a replayed code revokes what was issued from it, RFC 6749 §4.1.2), the refresh token
 (rotated: a reused one revokes its family; a public client's bound to its DPoP key), the token response itself
-(JWT access tokens, ``DPoP`` when bound) and RFC 7662 introspection (the token's own client or a designated
-resource server only).
+(JWT access tokens, ``DPoP`` when bound; an OpenID Connect ``id_token`` when ``openid`` is granted) and RFC 7662
+introspection (the token's own client or a designated resource server only).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ class TokenGrants:
 
     issuer: str
     key: Any
+    kid: str
     storage: AuthStorage
     ledger: RevocationLedger
     clock: Callable[[], float]
@@ -90,6 +91,9 @@ class TokenGrants:
             family=family,
             jkt=jkt,
             bind_refresh=_public(client),
+            openid=True,
+            nonce=code.nonce,
+            auth_time=code.auth_time,
         )
 
     def _same_resource(self, form: dict[str, str], granted: str | None, what: str) -> str | None:
@@ -178,6 +182,8 @@ class TokenGrants:
             family=old.family,
             jkt=jkt,
             bind_refresh=_public(client),
+            openid=True,
+            auth_time=old.auth_time,  # a refreshed id_token: the same authentication, no nonce (OIDC Core §12.2)
         )
 
     async def _tokens(
@@ -192,6 +198,9 @@ class TokenGrants:
         family: str | None = None,
         jkt: str | None = None,
         bind_refresh: bool = False,
+        openid: bool = False,
+        nonce: str | None = None,
+        auth_time: int | None = None,
     ) -> dict[str, Any]:
         result: dict[str, Any] = {
             "access_token": self.issue_access_token(
@@ -202,15 +211,35 @@ class TokenGrants:
         }
         if scopes:
             result["scope"] = " ".join(scopes)
+        if openid and "openid" in scopes and client_id is not None:  # (a user's grant: code or refresh)
+            result["id_token"] = self._id_token(subject, client_id, nonce, auth_time)
         if refresh and client_id is not None:
             token = secrets.token_urlsafe(32)
             expires = self.clock() + self.refresh_token_ttl if self.refresh_token_ttl else None
             bound = jkt if bind_refresh else None
-            await self.storage.save_refresh(
-                token, _Refresh(client_id, keep_scopes or scopes, resource, subject, expires, family or "", bound)
-            )
+            record = _Refresh(client_id, keep_scopes or scopes, resource, subject, expires, family or "", bound)
+            record.auth_time = auth_time
+            await self.storage.save_refresh(token, record)
             result["refresh_token"] = token
         return result
+
+    def _id_token(self, subject: str, client_id: str, nonce: str | None, auth_time: int | None) -> str:
+        """The OpenID Connect ID Token of a grant of ``openid`` (Core §2): about ``subject``, for the client
+        (``aud``), signed with the server's key as its discovery document says (ES256, the JWKS ``kid``)."""
+        import jwt
+
+        now = int(self.clock())
+        claims: dict[str, Any] = {
+            "iss": self.issuer,
+            "sub": subject,
+            "aud": client_id,
+            "iat": now,
+            "exp": now + int(self.access_token_ttl),
+            "auth_time": auth_time if auth_time is not None else now,
+        }
+        if nonce is not None:
+            claims["nonce"] = nonce
+        return jwt.encode(claims, self.key, algorithm="ES256", headers={"kid": self.kid, "typ": "JWT"})
 
     async def _introspect(self, scope: Scope, receive: Receive, send: Send) -> None:
         form = await self._form(scope, receive)

@@ -104,6 +104,7 @@ class AuthorizationRequest:
     state: str | None
     grant_type: str = "authorization_code"  # or "client_credentials" / the jwt-bearer URN (no redirect_uri)
     assertion: dict[str, Any] | None = None  # a jwt-bearer grant's verified assertion claims (its sub is the subject)
+    nonce: str | None = None  # OpenID Connect: the client's nonce, returned in the id_token of this grant
 
 
 @dataclass
@@ -116,6 +117,8 @@ class _Code:
     subject: str
     expires_at: float
     redirect_uri_given: bool = False  # the authorization request named it: the token request must too
+    nonce: str | None = None  # OpenID Connect: the authorization request's nonce, for the id_token
+    auth_time: int | None = None  # when the user was authenticated (the id_token's auth_time)
 
 
 @dataclass
@@ -127,6 +130,7 @@ class _Refresh:
     expires_at: float | None
     family: str = ""  # the grant (one authorization code) every rotated refresh token of a chain belongs to
     jkt: str | None = None  # a public client's refresh token is bound to its DPoP key (RFC 9449 §5)
+    auth_time: int | None = None  # the original authentication (a refreshed id_token keeps it)
 
 
 class AuthStorage(Protocol):
