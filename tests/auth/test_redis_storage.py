@@ -3,6 +3,7 @@ tokens without an expiry are bounded in count."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from dataclasses import asdict
@@ -107,3 +108,35 @@ async def test_on_a_redis_cluster_the_storage_keeps_its_keys_in_one_slot(redis_c
         assert await storage.pop_refresh(token) is None
     finally:
         await cluster.aclose()
+
+
+async def test_an_oauth_proxys_pending_logins_and_upstream_tokens_keep_their_bounds_in_redis(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """The bounds of ``UpstreamLogin`` hold with its state in Redis: at most ``max_pending`` live pending records
+    (an expired one makes room), each taken once; at most ``max_tokens`` users' upstream tokens, the least recently
+    used going first, each forgotten at its expiry."""
+    storage = RedisAuthStorage(redis_url, prefix=f"mcpkit-test:{time.time_ns()}:")
+    now = time.time()
+    assert await storage.put_pending("a", b"A", now + 60, now, 2)
+    assert await storage.put_pending("b", b"B", now + 2, now, 2)
+    assert not await storage.put_pending("c", b"C", now + 60, now, 2)  # full
+    assert await storage.put_pending("a", b"A2", now + 60, now, 2)  # the same one again: not one more
+    assert await storage.peek_pending("a", now) == b"A2"
+    assert await storage.take_pending("a", now) == b"A2" and await storage.take_pending("a", now) is None
+    await asyncio.sleep(2.5)  # b expired: room for two again
+    assert await storage.put_pending("c", b"C", now + 60, now, 2)
+    assert await storage.put_pending("d", b"D", now + 60, now, 2)
+    for user in ("u1", "u2"):
+        await storage.put_upstream(user, user.encode(), now + 60, now, 2)
+    assert await storage.get_upstream("u1", now) == b"u1"  # u1 used last: u2 goes first
+    await storage.put_upstream("u3", b"u3", now + 60, now, 2)
+    assert await storage.get_upstream("u2", now) is None
+    assert await storage.get_upstream("u1", now) == b"u1" and await storage.get_upstream("u3", now) == b"u3"
+    await storage.put_upstream("u4", b"u4", now + 0.5, now, 2)
+    await asyncio.sleep(1.0)
+    assert await storage.get_upstream("u4", now) is None  # expired
+    await storage.drop_upstream("u1")
+    assert await storage.get_upstream("u1", now) is None
+    assert await storage.redis.zcard(storage._key("upstream-tokens", "all")) <= 2
+    await storage.aclose()

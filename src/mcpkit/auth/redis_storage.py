@@ -88,6 +88,32 @@ end
 return 1
 """
 
+# KEYS: the pending record's key, the set of pending records (score: when each expires, ms); ARGV: the sealed
+# record, its lifetime (ms), now (ms), its digest, the most kept, its expiry (ms). False past the bound.
+_PUT_PENDING = """
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[3])
+if not redis.call('ZSCORE', KEYS[2], ARGV[4]) and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[6], ARGV[4])
+return 1
+"""
+
+# KEYS: the user's upstream tokens' key, the set of users kept (score: last use, ms); ARGV: the sealed record, its
+# lifetime (ms), now (ms), its digest, the most kept, the prefix of the records' keys, the oldest use a live record
+# can have (ms). Forgets the expired ones, then the least recently used past the bound.
+_PUT_UPSTREAM = """
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[7])
+local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[5])
+if over > 0 then
+  local gone = redis.call('ZPOPMIN', KEYS[2], over)
+  for i = 1, #gone, 2 do redis.call('DEL', ARGV[6] .. gone[i]) end
+end
+return 1
+"""
 
 #: what the secrets mcpkit issues look like (``secrets.token_urlsafe(32)``): only such a value is looked up under the
 #: key an earlier version kept it by (the secret itself)
@@ -162,6 +188,8 @@ class RedisAuthStorage(_RedisHolder):
         self._save_dynamic = self.redis.register_script(_SAVE_DYNAMIC)
         self._take_refresh = self.redis.register_script(_TAKE_REFRESH)
         self._save_unexpiring = self.redis.register_script(_SAVE_UNEXPIRING)
+        self._put_pending = self.redis.register_script(_PUT_PENDING)
+        self._put_upstream = self.redis.register_script(_PUT_UPSTREAM)
 
     def _key(self, kind: str, name: str) -> str:
         return f"{self.prefix}{kind}:{name}"
@@ -281,6 +309,46 @@ class RedisAuthStorage(_RedisHolder):
 
     async def revoked(self, family: str) -> bool:
         return bool(await self.redis.exists(self._key("revoked", family)))
+
+    # an OAuth proxy's state (UpstreamStateStorage): sealed records under digests, shared by every replica
+    async def put_pending(self, key: str, sealed: bytes, expires_at: float, now: float, max_pending: int) -> bool:
+        ttl = max(1, int((expires_at - now) * 1000))
+        real = time.time_ns() // 1_000_000
+        keys = [self._key("upstream-pending", key), self._key("upstream-pending", "all")]
+        args: list[bytes | str | int] = [sealed, ttl, real, key, max_pending, real + ttl]
+        return bool(await self._put_pending(keys=keys, args=args))
+
+    async def peek_pending(self, key: str, now: float) -> bytes | None:
+        raw: Any = await self.redis.get(self._key("upstream-pending", key))
+        return bytes(raw) if raw else None
+
+    async def take_pending(self, key: str, now: float) -> bytes | None:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.getdel(self._key("upstream-pending", key))
+            pipe.zrem(self._key("upstream-pending", "all"), key)
+            raw, _ = await pipe.execute()
+        return bytes(raw) if raw else None
+
+    async def put_upstream(self, key: str, sealed: bytes, expires_at: float, now: float, max_tokens: int) -> None:
+        ttl = max(1, int((expires_at - now) * 1000))
+        real = time.time_ns() // 1_000_000
+        keys = [self._key("upstream-token", key), self._key("upstream-tokens", "all")]
+        prefix = self._key("upstream-token", "")
+        args: list[bytes | str | int] = [sealed, ttl, real, key, max_tokens, prefix, real - ttl]
+        await self._put_upstream(keys=keys, args=args)
+
+    async def get_upstream(self, key: str, now: float) -> bytes | None:
+        raw: Any = await self.redis.get(self._key("upstream-token", key))
+        if not raw:
+            return None
+        await self.redis.zadd(self._key("upstream-tokens", "all"), {key: time.time_ns() // 1_000_000}, xx=True)
+        return bytes(raw)
+
+    async def drop_upstream(self, key: str) -> None:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.delete(self._key("upstream-token", key))
+            pipe.zrem(self._key("upstream-tokens", "all"), key)
+            await pipe.execute()
 
 
 class RedisReplayCache(_RedisHolder):

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import orjson
 
+from .upstream_state import InMemoryUpstreamState
+
 if TYPE_CHECKING:
     from .verifiers import AccessToken
 
@@ -201,8 +203,9 @@ class LedgerRevocation:
         return token.issuer == self.issuer and isinstance(grant, str) and await self.ledger.revoked(grant)
 
 
-class InMemoryAuthStorage:
-    """Process-local storage (development and tests only). Every table holds at most ``max_entries``; at most
+class InMemoryAuthStorage(InMemoryUpstreamState):
+    """Process-local storage (development and tests only); an OAuth proxy's state too
+    (:class:`~mcpkit.auth.upstream_state.UpstreamStateStorage`). Every table holds at most ``max_entries``; at most
     ``max_dynamic_clients`` self-registered clients are kept. When either bound is reached the least recently used
     *self-registered* client goes (used: registered, or a token issued to it, or an authorization request of its
     accepted), never a pre-registered one. The replay ledger's entries (spent codes and refresh
@@ -219,6 +222,7 @@ class InMemoryAuthStorage:
     ) -> None:
         if max_dynamic_client_bytes < 16 * 1024:
             raise ValueError("max_dynamic_client_bytes must hold at least one 16 KiB registration")
+        super().__init__()
         self.clock = clock
         self.max_dynamic_clients = max_dynamic_clients
         self.max_dynamic_client_bytes = max_dynamic_client_bytes

@@ -26,21 +26,24 @@ The flow (MCP security best practices, "Confused Deputy Problem"; MCP authorizat
    each for ``token_ttl`` seconds after the login), refreshed with the provider's refresh token when expired.
    A tool reads them with :meth:`UpstreamLogin.upstream_token` to call the provider's API for the user.
 
-Pending logins and upstream tokens live in this process (run one replica, or route a login's requests to one).
+Pending logins and upstream tokens go into the authorization server's storage, sealed (AES-GCM) under a key derived
+from ``secret`` (:mod:`mcpkit.auth.upstream_state`): with a :class:`~mcpkit.auth.redis_storage.RedisAuthStorage`
+and the same ``secret`` on every replica, a login may start on one replica and end on another.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import hashlib
 import hmac
 import html
 import secrets
 import time
-from collections import OrderedDict
+import weakref
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode
 
@@ -48,8 +51,9 @@ import orjson
 
 from .._asgi import Receive, Scope, Send
 from ._util import _OAuthError, header, pkce_pair
-from .storage import AuthorizationRequest
+from .storage import AuthorizationRequest, ClientRecord
 from .upstream import UpstreamError, UpstreamIdentity, UpstreamProvider, UpstreamTokens
+from .upstream_state import InMemoryUpstreamState, Sealer, UpstreamStateStorage, state_key
 
 if TYPE_CHECKING:
     from .verifiers import AccessToken
@@ -75,8 +79,11 @@ class _Host(Protocol):
 
     issuer: str
     clock: Callable[[], float]
+    storage: Any
 
     async def _form(self, scope: Scope, receive: Receive) -> dict[str, str]: ...
+
+    async def _client(self, client_id: str) -> ClientRecord | None: ...
 
     async def _issue_code(
         self,
@@ -103,12 +110,23 @@ class _Pending:
     nonce: str | None = None
     upstream: bool = False  # consent given, waiting for the provider's callback
 
+    def dump(self) -> bytes:
+        r = self.request
+        assert r.client is not None
+        fields = dataclasses.asdict(self)
+        fields["request"] = [r.client.client_id, r.redirect_uri, r.scopes, r.resource, r.state, r.nonce]
+        return orjson.dumps(fields)
 
-@dataclass
-class _Stored:
-    tokens: UpstreamTokens
-    kept_until: float
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    @staticmethod
+    async def load(data: bytes, host: _Host) -> _Pending | None:
+        """The pending request stored by :meth:`dump`; None when its client is gone meanwhile."""
+        fields = orjson.loads(data)
+        client_id, redirect_uri, scopes, resource, state, nonce = fields.pop("request")
+        client = await host._client(client_id)
+        if client is None:
+            return None
+        request = AuthorizationRequest(client, redirect_uri, scopes, resource, state, nonce=nonce)
+        return _Pending(request, **fields)
 
 
 class UpstreamLogin:
@@ -121,8 +139,9 @@ class UpstreamLogin:
             The page is the default: a client that registered itself must never get a silent grant.
         authorize_user: maps the identified user to the subject of the proxy's tokens, or None to deny (default:
             the provider's subject as is).
-        secret: the key signing the remembered-consent cookie (default: a new one per process; give every
-            replica the same).
+        secret: the key signing the remembered-consent cookie and sealing the pending logins and upstream tokens
+            kept in the server's storage (default: a new one per process; give every replica the same, at least
+            32 random bytes: with a shared storage it is required).
         pending_ttl / max_pending: how long a pending consent or login lives (seconds) and how many are kept at
             once (past it a new request is refused with ``temporarily_unavailable``).
         max_tokens / token_ttl: how many users' upstream tokens are kept (past it the least recently used go) and
@@ -157,8 +176,10 @@ class UpstreamLogin:
         self.token_ttl: float = token_ttl
         self.max_remembered_consents: int = max_remembered_consents
         self.consent_ttl: float = consent_ttl
-        self._pending: dict[str, _Pending] = {}
-        self._tokens: OrderedDict[tuple[str, str], _Stored] = OrderedDict()
+        self._secret_given = secret is not None
+        self._sealer: Sealer = Sealer(self.secret)
+        self._state: UpstreamStateStorage = InMemoryUpstreamState()
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._server: _Host | None = None
         self._own_clock = clock is not None
         self.clock: Callable[[], float] = clock or time.time
@@ -171,6 +192,13 @@ class UpstreamLogin:
         self._server = server
         if not self._own_clock:
             self.clock = server.clock
+        if isinstance(server.storage, UpstreamStateStorage):
+            if not isinstance(server.storage, InMemoryUpstreamState) and not self._secret_given:
+                raise ValueError(
+                    "an UpstreamLogin on a shared storage needs UpstreamLogin(secret=...), the same on every replica: "
+                    "it seals the pending logins and upstream tokens kept there"
+                )
+            self._state = server.storage
 
     @property
     def server(self) -> _Host:
@@ -235,19 +263,21 @@ class UpstreamLogin:
         return self._set_cookie("consent", value, self.consent_ttl)
 
     # ------------------------------------------------------------------ /authorize
-    def _sweep(self) -> None:
-        now = self.clock()
-        for key in [k for k, p in self._pending.items() if p.expires_at < now]:
-            del self._pending[key]
+    async def _put_pending(self, name: str, pending: _Pending) -> bool:
+        key = state_key("pending", name)
+        sealed = self._sealer.seal(key, pending.dump())
+        return await self._state.put_pending(key, sealed, pending.expires_at, self.clock(), self.max_pending)
+
+    async def _get_pending(self, name: str, take: bool) -> _Pending | None:
+        key, now = state_key("pending", name), self.clock()
+        sealed = await (self._state.take_pending(key, now) if take else self._state.peek_pending(key, now))
+        data = self._sealer.open(key, sealed) if sealed is not None else None
+        return await _Pending.load(data, self.server) if data is not None else None
 
     async def begin(
         self, scope: Scope, send: Send, request: AuthorizationRequest, challenge: str, redirect_uri_given: bool
     ) -> None:
         """``/authorize`` checked the MCP client's request: ask for consent, or go on to the provider."""
-        self._sweep()
-        if len(self._pending) >= self.max_pending:
-            await self._fail(send, request, "temporarily_unavailable", "too many sign-ins in progress; retry later")
-            return
         pending = _Pending(request, challenge, redirect_uri_given, self.clock() + self.pending_ttl)
         if self.consent_hook is not None:
             if not await self.consent_hook(request):
@@ -260,7 +290,9 @@ class UpstreamLogin:
             await self._to_provider(send, pending, [])
             return
         txn, pending.csrf = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
-        self._pending[txn] = pending
+        if not await self._put_pending(txn, pending):
+            await self._fail(send, request, "temporarily_unavailable", "too many sign-ins in progress; retry later")
+            return
         page = self._consent_page(request, txn, pending.csrf).encode()
         headers = [
             (b"content-type", b"text/html; charset=utf-8"),
@@ -296,13 +328,14 @@ class UpstreamLogin:
     async def consent(self, scope: Scope, receive: Receive, send: Send) -> None:
         """``POST /consent``: the consent page's answer (bound to the browser it was shown to)."""
         form = await self.server._form(scope, receive)
-        pending = self._pending.get(form.get("txn", ""))
+        pending = await self._get_pending(form.get("txn", ""), take=False)
         if pending is None or pending.upstream or pending.expires_at < self.clock():
             raise _OAuthError("invalid_request", "this consent request is unknown, expired or already answered")
         cookie = self._cookies(scope).get(self._cookie("csrf"), "")
         if not (hmac.compare_digest(form.get("csrf", ""), pending.csrf) and hmac.compare_digest(cookie, pending.csrf)):
             raise _OAuthError("invalid_request", "this consent form was not shown to this browser", 403)
-        del self._pending[form["txn"]]
+        if await self._get_pending(form["txn"], take=True) is None:  # (answered meanwhile, elsewhere)
+            raise _OAuthError("invalid_request", "this consent request is unknown, expired or already answered")
         clear = self._set_cookie("csrf", "", 0)
         if form.get("action") != "approve":
             await self._fail(send, pending.request, "access_denied", "the user denied the request", [clear])
@@ -329,7 +362,9 @@ class UpstreamLogin:
         if p.openid:
             pending.nonce = params["nonce"] = secrets.token_urlsafe(24)
         params.update(p.authorize_params)
-        self._pending[state] = pending
+        if not await self._put_pending(state, pending):
+            await self._fail(send, pending.request, "temporarily_unavailable", "too many sign-ins in progress", cookies)
+            return
         sep = "&" if "?" in p.authorize_url else "?"
         await self._redirect(send, p.authorize_url + sep + urlencode(params), [*cookies, self._login_cookie(state)])
 
@@ -343,11 +378,8 @@ class UpstreamLogin:
             raise _OAuthError("invalid_request", "use GET", 405)
         q = dict(parse_qsl(bytes(scope.get("query_string", b"")).decode("latin-1")))
         state = q.get("state", "")
-        pending = self._pending.get(state) if state else None
-        if pending is None or not pending.upstream:
-            raise _OAuthError("invalid_request", "unknown, expired or already used state")
-        del self._pending[state]  # single use, whatever follows
-        if pending.expires_at < self.clock():
+        pending = await self._get_pending(state, take=True) if state else None  # single use, whatever follows
+        if pending is None or not pending.upstream or pending.expires_at < self.clock():
             raise _OAuthError("invalid_request", "unknown, expired or already used state")
         if not hmac.compare_digest(self._cookies(scope).get(self._cookie("login"), ""), state):
             raise _OAuthError("invalid_request", "this sign-in was not started in this browser", 403)
@@ -373,16 +405,26 @@ class UpstreamLogin:
             await self._fail(send, request, "access_denied", "this user may not use this server", clear)
             return
         assert request.client is not None
-        self._keep(subject, request.client.client_id, tokens)
+        await self._keep(subject, request.client.client_id, tokens)
         await self.server._issue_code(send, request, pending.challenge, subject, pending.redirect_uri_given, clear)
 
     # ------------------------------------------------------------------ upstream tokens
-    def _keep(self, subject: str, client_id: str, tokens: UpstreamTokens) -> None:
-        key = (subject, client_id)
-        self._tokens.pop(key, None)
-        self._tokens[key] = _Stored(tokens, self.clock() + self.token_ttl)
-        while len(self._tokens) > self.max_tokens:
-            self._tokens.popitem(last=False)
+    async def _keep(self, subject: str, client_id: str, tokens: UpstreamTokens) -> None:
+        key, now = state_key("upstream", subject, client_id), self.clock()
+        kept_until = now + self.token_ttl
+        record = orjson.dumps({"tokens": dataclasses.asdict(tokens), "kept_until": kept_until})
+        await self._state.put_upstream(key, self._sealer.seal(key, record), kept_until, now, self.max_tokens)
+
+    async def _kept(self, key: str) -> UpstreamTokens | None:
+        sealed = await self._state.get_upstream(key, self.clock())
+        data = self._sealer.open(key, sealed) if sealed is not None else None
+        if data is None:
+            return None
+        record = orjson.loads(data)
+        if record["kept_until"] < self.clock():
+            await self._state.drop_upstream(key)
+            return None
+        return UpstreamTokens(**record["tokens"])
 
     async def upstream_token(self, token: AccessToken | None = None) -> str | None:
         """The provider's access token of the user (and client) the request being served speaks for, refreshed
@@ -394,26 +436,22 @@ class UpstreamLogin:
             token = current_access_token()
         if token is None or token.issuer != self.server.issuer or not token.subject:
             return None
-        key = (token.subject, token.client_id or "")
-        stored = self._tokens.get(key)
-        now = self.clock()
-        if stored is None:
-            return None
-        if stored.kept_until < now:
-            del self._tokens[key]
-            return None
-        self._tokens.move_to_end(key)
-        async with stored.lock:  # one refresh at a time per user
-            tokens = stored.tokens
-            if tokens.expires_at is not None and tokens.expires_at - 30 <= now:
+        subject, client_id = token.subject, token.client_id or ""
+        key = state_key("upstream", subject, client_id)
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        async with lock:  # one refresh at a time per user (in this process)
+            tokens = await self._kept(key)
+            now = self.clock()
+            if tokens is not None and tokens.expires_at is not None and tokens.expires_at - 30 <= now:
                 try:
                     tokens = await self.provider.refresh(tokens, now)
                 except UpstreamError:
-                    if self._tokens.get(key) is stored:
-                        del self._tokens[key]
+                    await self._state.drop_upstream(key)
                     return None
-                stored.tokens, stored.kept_until = tokens, now + self.token_ttl
-            return tokens.access_token
+                await self._keep(subject, client_id, tokens)
+            return tokens.access_token if tokens is not None else None
 
     # ------------------------------------------------------------------ answers
     async def _fail(

@@ -1,0 +1,132 @@
+"""Where an OAuth proxy (:mod:`mcpkit.auth.upstream_login`) keeps its state: the pending consents and logins, and
+the upstream tokens of its users. Both go into the authorization server's storage when it implements
+:class:`UpstreamStateStorage` (:class:`~mcpkit.auth.storage.InMemoryAuthStorage` and
+:class:`~mcpkit.auth.redis_storage.RedisAuthStorage` do), so with Redis a login started on one replica may end on
+another and a tool on any replica reads the user's upstream token.
+
+Every record is sealed before it is stored (:class:`Sealer`: AES-256-GCM under a key derived from
+``UpstreamLogin(secret=)``, the record's storage key as associated data): a storage, a dump or ``SCAN`` holds no
+upstream token, refresh token or PKCE verifier in clear, and a record moved under another key does not open. The
+keys are SHA-256 digests of the ``state``, form id or user, never the values themselves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections import OrderedDict
+from typing import Protocol, runtime_checkable
+
+__all__ = ["InMemoryUpstreamState", "Sealer", "UpstreamStateStorage", "state_key"]
+
+
+def state_key(*parts: str) -> str:
+    """The storage key of a pending login or a user's upstream tokens: the hex SHA-256 of ``parts``."""
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class Sealer:
+    """AES-256-GCM sealing of the proxy's records; the key is derived (HKDF-SHA256) from ``secret``, so every
+    replica given the same secret opens what another sealed."""
+
+    def __init__(self, secret: bytes) -> None:
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+        from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+        key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"mcpkit upstream state v1").derive(secret)
+        self._aead = AESGCM(key)
+
+    def seal(self, key: str, data: bytes) -> bytes:
+        """``data`` encrypted and authenticated, bound to its storage ``key``: a fresh 96-bit nonce, then the
+        ciphertext and tag."""
+        nonce = secrets.token_bytes(12)
+        return nonce + self._aead.encrypt(nonce, data, key.encode())
+
+    def open(self, key: str, sealed: bytes) -> bytes | None:
+        """What :meth:`seal` sealed under ``key``; None when it was not (another key or secret, altered)."""
+        from cryptography.exceptions import InvalidTag
+
+        if len(sealed) < 28:
+            return None
+        try:
+            return self._aead.decrypt(sealed[:12], sealed[12:], key.encode())
+        except InvalidTag:
+            return None
+
+
+@runtime_checkable
+class UpstreamStateStorage(Protocol):
+    """A storage that keeps an OAuth proxy's state (sealed records, by digest). ``now`` is the proxy's clock;
+    ``expires_at`` when a record is forgotten.
+
+    Pending consents and logins: at most ``max_pending`` live ones (:meth:`put_pending` answers False past it),
+    each taken once. Upstream tokens: at most ``max_tokens`` users', the least recently used going first."""
+
+    async def put_pending(self, key: str, sealed: bytes, expires_at: float, now: float, max_pending: int) -> bool:
+        """Keep a pending record; False (nothing kept) when ``max_pending`` live ones are kept already."""
+        ...
+
+    async def peek_pending(self, key: str, now: float) -> bytes | None:
+        """The pending record, left in place; None when there is none (or it expired)."""
+        ...
+
+    async def take_pending(self, key: str, now: float) -> bytes | None:
+        """Take (remove and return) the pending record, once across every replica; None when there is none."""
+        ...
+
+    async def put_upstream(self, key: str, sealed: bytes, expires_at: float, now: float, max_tokens: int) -> None:
+        """Keep (or replace) a user's upstream tokens; past ``max_tokens`` the least recently used go."""
+        ...
+
+    async def get_upstream(self, key: str, now: float) -> bytes | None:
+        """A user's upstream tokens (now their most recent use); None when none are kept."""
+        ...
+
+    async def drop_upstream(self, key: str) -> None:
+        """Forget a user's upstream tokens."""
+        ...
+
+
+class InMemoryUpstreamState:
+    """:class:`UpstreamStateStorage` in this process (one replica): the in-memory storage's, and the proxy's own
+    when the server's storage keeps no such state."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, tuple[bytes, float]] = {}
+        self._upstream: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
+
+    async def put_pending(self, key: str, sealed: bytes, expires_at: float, now: float, max_pending: int) -> bool:
+        for old in [k for k, (_, until) in self._pending.items() if until < now]:
+            del self._pending[old]
+        if key not in self._pending and len(self._pending) >= max_pending:
+            return False
+        self._pending[key] = (sealed, expires_at)
+        return True
+
+    async def peek_pending(self, key: str, now: float) -> bytes | None:
+        found = self._pending.get(key)
+        return found[0] if found is not None and found[1] >= now else None
+
+    async def take_pending(self, key: str, now: float) -> bytes | None:
+        found = self._pending.pop(key, None)
+        return found[0] if found is not None and found[1] >= now else None
+
+    async def put_upstream(self, key: str, sealed: bytes, expires_at: float, now: float, max_tokens: int) -> None:
+        self._upstream.pop(key, None)
+        self._upstream[key] = (sealed, expires_at)
+        while len(self._upstream) > max_tokens:
+            self._upstream.popitem(last=False)
+
+    async def get_upstream(self, key: str, now: float) -> bytes | None:
+        found = self._upstream.get(key)
+        if found is None:
+            return None
+        if found[1] < now:
+            del self._upstream[key]
+            return None
+        self._upstream.move_to_end(key)
+        return found[0]
+
+    async def drop_upstream(self, key: str) -> None:
+        self._upstream.pop(key, None)
