@@ -579,6 +579,8 @@ def markdown(result: dict[str, Any]) -> str:
     w(".bench-venv/bin/python bench/uvicorn_inproc.py floor_asgi /tmp/base/src:mcpkit_def mcpkit_def")
     w("# the same in instructions per call under callgrind (load-independent, ~1 minute per contender):")
     w(".bench-venv/bin/python bench/uvicorn_inproc.py --instructions floor_asgi mcpkit_def")
+    w("# why two HTTP servers differ: loop turns, tasks, GC, context switches, server/helper/client CPU per call:")
+    w(".bench-venv/bin/python bench/loopstats.py --counts floor=floor_asgi.py mcpkit=mcpkit_def.py")
     w("```")
     w("")
     w(
