@@ -143,3 +143,68 @@ async def test_a_server_stalled_while_it_answers_a_batch_is_judged_at_its_own_pa
     (the official SDK's servers, in test_server_checks)."""
     report = await run_checks([*FRAGILE, "--stall-on-batch", "4"], timeout=10.0, modern=False)
     assert report.status("M011") == PASS, report.requirements["M011"].evidence
+
+
+SERVER_OF_THE_ZYGOTE = """
+import os, sys
+print(os.getpid(), ",".join(sys.argv[1:]), os.getcwd(), sys.stdin.readline().strip(), flush=True)
+print("on stderr", file=sys.stderr, flush=True)
+if sys.argv[1] == "exit":
+    sys.exit(3)
+if sys.argv[1] == "close-stdout":
+    os.close(1)
+sys.stdin.readline()  # until the reader closes stdin, or a signal
+"""
+
+
+def _gone(pid: int) -> bool:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_server_forked_from_the_zygote_is_the_process_its_command_would_start(tmp_path: Path) -> None:
+    """The check fixtures start their servers through support.zygote (forked from one process that imported them
+    once). The launcher the checker runs must stand for the server exactly: its argv, cwd and pipes, its exit
+    status, a signal sent on, a launcher killed taking its server with it, and a server that closes its stdout
+    seen at once (the launcher holds none of the pipes)."""
+    from support.zygote import Zygote
+
+    script = tmp_path / "server.py"
+    script.write_text(SERVER_OF_THE_ZYGOTE)
+
+    def start(zygote: Zygote, mode: str) -> tuple[subprocess.Popen[str], int]:
+        proc = subprocess.Popen(
+            zygote.command(script, mode, "x"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        )  # fmt: skip
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("hello\n")
+        proc.stdin.flush()
+        pid, argv, cwd, line = proc.stdout.readline().split(" ", 3)
+        assert (argv, cwd, line) == (f"{mode},x", str(tmp_path), "hello\n")
+        return proc, int(pid)
+
+    with Zygote([]) as zygote:
+        proc, _ = start(zygote, "exit")
+        assert proc.wait(30) == 3 and proc.stderr is not None and proc.stderr.read() == "on stderr\n"
+        proc, pid = start(zygote, "wait")
+        assert proc.stdin is not None
+        proc.stdin.close()  # the server reads end of input and ends
+        assert proc.wait(30) == 0 and _gone(pid)
+        proc, pid = start(zygote, "wait")
+        proc.terminate()
+        assert proc.wait(30) == -15 and _gone(pid)
+        proc, pid = start(zygote, "wait")
+        proc.kill()
+        assert proc.wait(30) == -9 and _gone(pid)
+        proc, pid = start(zygote, "close-stdout")
+        assert proc.stdout is not None and proc.stdout.read() == ""  # EOF while the server still runs
+        assert proc.poll() is None
+        proc.terminate()
+        assert proc.wait(30) == -15 and _gone(pid)
