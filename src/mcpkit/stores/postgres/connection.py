@@ -25,12 +25,9 @@ import contextlib
 import re
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar
 
-from ..base import StoreUnavailable, without_password
-
-if TYPE_CHECKING:
-    from types import TracebackType
+from ..base import Breaker, StoreUnavailable, without_password
 
 __all__ = [
     "DEFAULT_POOL_SIZE",
@@ -90,27 +87,6 @@ def _ddl(t: dict[str, str]) -> list[str]:
     ]
 
 
-class _Guard:
-    __slots__ = ("conn", "what")
-
-    def __init__(self, conn: PostgresConnection, what: str) -> None:
-        self.conn: PostgresConnection = conn
-        self.what: str = what
-
-    async def __aenter__(self) -> None:
-        self.conn.check(self.what)
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        conn = self.conn
-        if exc is None:
-            conn.failed_at = 0.0
-        elif isinstance(exc, conn.errors) and not isinstance(exc, StoreUnavailable):
-            conn.failed(exc)
-            raise StoreUnavailable(f"{self.what}: PostgreSQL is unavailable ({conn.last_error})") from exc
-
-
 def _errors() -> tuple[type[BaseException], ...]:
     import asyncpg
 
@@ -126,9 +102,9 @@ def _errors() -> tuple[type[BaseException], ...]:
     )
 
 
-class PostgresConnection:
+class PostgresConnection(Breaker):
     """The pool of one worker's PostgreSQL stores, their table names and their breaker (see the module
-    docstring).
+    docstring and :class:`~mcpkit.stores.base.Breaker`: :meth:`guard`, :meth:`check`, :attr:`available`).
 
     Args:
         url: ``postgresql://user:password@host:port/database`` (any libpq URL asyncpg accepts).
@@ -140,6 +116,8 @@ class PostgresConnection:
         breaker: seconds during which statements fail at once after one failed for want of the database
             (default: ``timeout``).
     """
+
+    backend: ClassVar[str] = "PostgreSQL"
 
     def __init__(
         self,
@@ -163,15 +141,12 @@ class PostgresConnection:
             raise ValueError("timeout must be positive")
         if not 1 <= pool_size <= MAX_POOL_SIZE:
             raise ValueError(f"pool_size must be between 1 and {MAX_POOL_SIZE}")
+        super().__init__(timeout if breaker is None else breaker, _errors())
         self.url: str = url
         self.prefix: str = prefix
         self.schema: str | None = schema
         self.timeout: float = timeout
         self.pool_size: int = pool_size
-        self.breaker: float = timeout if breaker is None else breaker
-        self.errors: tuple[type[BaseException], ...] = _errors()
-        self.failed_at: float = 0.0  # monotonic time of the last failure (0: none since the last success)
-        self.last_error: str = ""
         where = f'"{schema}".' if schema else ""
         names = ["meta", "sessions", "sessions_x", "streams", "streams_s", "streams_x", "events", "log", "log_id"]
         names += ["worker_seq", "workers", "inbox", "inbox_w", "tasks", "tasks_o"]
@@ -186,26 +161,6 @@ class PostgresConnection:
     def shown_url(self) -> str:
         """The URL without its password (for messages)."""
         return without_password(self.url)
-
-    def check(self, what: str) -> None:
-        """Raise :class:`StoreUnavailable` at once while the breaker is open."""
-        failed = self.failed_at
-        if failed and time.monotonic() - failed < self.breaker:
-            raise StoreUnavailable(f"{what}: PostgreSQL is unavailable ({self.last_error})")
-
-    def failed(self, exc: BaseException) -> None:
-        """Record a failure (opens the breaker)."""
-        self.failed_at = time.monotonic()
-        self.last_error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-    def guard(self, what: str) -> _Guard:
-        """``async with conn.guard("session store"):`` around statements (see :class:`PostgresConnection`)."""
-        return _Guard(self, what)
-
-    @property
-    def available(self) -> bool:
-        """False while the breaker is open."""
-        return not (self.failed_at and time.monotonic() - self.failed_at < self.breaker)
 
     async def pool(self) -> Any:
         """The pool (an ``asyncpg.Pool``), made with the tables on first use."""

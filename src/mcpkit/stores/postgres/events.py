@@ -18,8 +18,7 @@ import asyncio
 import time
 from typing import Any
 
-import orjson
-
+from ..base import MAX_REQUEST_ID_BYTES, check_event_bounds, request_id_from_json, request_id_json
 from .connection import DEFAULT_TIMEOUT, PostgresConnection, postgres_for
 
 __all__ = [
@@ -35,8 +34,6 @@ __all__ = [
 MAX_STREAMS_PER_SESSION = 1000
 #: Bytes of events one session keeps by default.
 MAX_BYTES_PER_SESSION = 16 * 1024 * 1024
-#: Longest request id kept with a stream (JSON bytes); a longer one is not kept.
-MAX_REQUEST_ID_BYTES = 256
 #: Expired streams one clean-up deletes at most.
 MAX_SWEEP = 500
 #: Seconds :meth:`PostgresEventStore.follow` waits at most for news before it returns.
@@ -80,12 +77,7 @@ class PostgresEventStore:
         timeout: float = DEFAULT_TIMEOUT,
         sweep_every: float = 60.0,
     ) -> None:
-        if max_events_per_stream < 1:
-            raise ValueError("max_events_per_stream must be at least 1")
-        if min(max_streams_per_session, max_bytes_per_session) < 1:
-            raise ValueError("max_streams_per_session and max_bytes_per_session must be at least 1")
-        if ttl is not None and ttl <= 0:
-            raise ValueError("ttl must be positive (or None)")
+        check_event_bounds(max_events_per_stream, max_streams_per_session, max_bytes_per_session, ttl)
         self.conn: PostgresConnection
         self.conn, self._owns = postgres_for(postgres, prefix=prefix, timeout=timeout)
         self.max_events_per_stream: int = max_events_per_stream
@@ -109,8 +101,8 @@ class PostgresEventStore:
     async def append_first(self, stream: str, seq: int, data: bytes, request_id: str | int) -> None:
         """Keep event ``seq`` (the stream's first) and, in the same transaction, the id of the request the stream
         answers (not kept when its JSON is longer than :data:`MAX_REQUEST_ID_BYTES`)."""
-        rid = str(request_id) if type(request_id) is int else orjson.dumps(request_id).decode()
-        await self._add(stream, seq, data, False, rid if len(rid.encode()) <= MAX_REQUEST_ID_BYTES else None)
+        rid = request_id_json(request_id)
+        await self._add(stream, seq, data, False, None if rid is None else rid.decode())
 
     async def _add(self, stream: str, seq: int, data: bytes, last: bool, request_id: str | None) -> None:
         s, e = self._streams, self._events
@@ -233,15 +225,7 @@ class PostgresEventStore:
         """The id of the request ``stream`` answers, as :meth:`append_first` kept it; None when there is none."""
         async with self.conn.acquire("event store") as db:
             raw = await db.fetchval(f"SELECT request_id FROM {self._streams} WHERE stream = $1 AND {_ALIVE}", stream)
-        if not raw:
-            return None
-        if raw.lstrip("-").isdigit():
-            return int(raw)
-        try:
-            rid = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return None
-        return rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
+        return request_id_from_json(raw)
 
     async def forget(self, prefix: str) -> None:
         """Drop every stream whose name starts with ``prefix`` (``"<session>/"``: the session's, by its index)."""

@@ -26,14 +26,11 @@ everywhere.
 from __future__ import annotations
 
 import asyncio
-import time
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
-from ..base import StoreUnavailable
+from ..base import Breaker, StoreUnavailable
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from redis.asyncio import Redis
     from redis.asyncio.cluster import RedisCluster
 
@@ -112,29 +109,9 @@ def make_client(url: str, *, cluster: bool = False, timeout: float = DEFAULT_TIM
     return redis_asyncio.Redis.from_url(url, **options)
 
 
-class _Guard:
-    __slots__ = ("conn", "what")
-
-    def __init__(self, conn: RedisConnection, what: str) -> None:
-        self.conn: RedisConnection = conn
-        self.what: str = what
-
-    async def __aenter__(self) -> None:
-        self.conn.check(self.what)
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        conn = self.conn
-        if exc is None:
-            conn.failed_at = 0.0
-        elif isinstance(exc, conn.errors) and not isinstance(exc, StoreUnavailable):
-            conn.failed(exc)
-            raise StoreUnavailable(f"{self.what}: Redis is unavailable ({conn.last_error})") from exc
-
-
-class RedisConnection:
-    """The Redis clients of one worker's stores, their key scheme and their breaker (see the module docstring).
+class RedisConnection(Breaker):
+    """The Redis clients of one worker's stores, their key scheme and their breaker (see the module docstring and
+    :class:`~mcpkit.stores.base.Breaker`: :meth:`guard`, :meth:`check`, :attr:`available`).
 
     Args:
         redis: a URL (``redis://host:port/db``, ``rediss://...``; with ``cluster=True`` any node of the cluster) or
@@ -144,6 +121,8 @@ class RedisConnection:
         timeout: seconds to connect and to be answered (default 1).
         breaker: seconds during which commands fail at once after Redis failed one (default: ``timeout``).
     """
+
+    backend: ClassVar[str] = "Redis"
 
     def __init__(
         self,
@@ -159,15 +138,9 @@ class RedisConnection:
         from ..._extras import require
 
         require("redis.asyncio", "mcpkit.stores.redis")  # (one line naming the extra when redis is missing)
+        super().__init__(timeout if breaker is None else breaker, _redis_errors())
         self.keys: KeyScheme = KeyScheme(prefix)
         self.timeout = timeout
-        self.breaker: float = timeout if breaker is None else breaker
-        self.errors: tuple[type[BaseException], ...] = _redis_errors()
-        self.failed_at: float = 0.0  # monotonic time of the last failure (0: none since the last success)
-        self.last_failed_at: float = float(
-            "-inf"
-        )  # monotonic time of the last failure ever (successes do not reset it)
-        self.last_error: str = ""
         self._url: str | None
         if isinstance(redis, str):
             self._url = redis
@@ -203,29 +176,6 @@ class RedisConnection:
         if self._blocking is None:
             self._blocking = make_client(self._url, cluster=self._cluster, timeout=self.timeout, block=BLOCK)
         return self._blocking, BLOCK
-
-    def check(self, what: str) -> None:
-        """Raise :class:`StoreUnavailable` at once while the breaker is open (Redis failed under ``breaker``
-        seconds ago), with the same message as the failure that opened it (the HTTP endpoint's 503 adds "retry
-        shortly")."""
-        failed = self.failed_at
-        if failed and time.monotonic() - failed < self.breaker:
-            raise StoreUnavailable(f"{what}: Redis is unavailable ({self.last_error})")
-
-    def failed(self, exc: BaseException) -> None:
-        """Record a failure (opens the breaker)."""
-        self.failed_at = self.last_failed_at = time.monotonic()
-        self.last_error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-    def guard(self, what: str) -> _Guard:
-        """``async with conn.guard("session store"):`` around Redis commands: fails at once while the breaker is
-        open, and turns a failure for want of Redis into :class:`StoreUnavailable` (opening the breaker)."""
-        return _Guard(self, what)
-
-    @property
-    def available(self) -> bool:
-        """False while the breaker is open."""
-        return not (self.failed_at and time.monotonic() - self.failed_at < self.breaker)
 
     async def ping(self) -> None:
         """One round trip (raises :class:`StoreUnavailable`)."""

@@ -29,8 +29,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from ..base import MAX_REQUEST_ID_BYTES, check_event_bounds, request_id_from_json, request_id_json
 from .connection import DEFAULT_TIMEOUT, OnConnection, RedisConnection, connection_for
 
 if TYPE_CHECKING:
@@ -108,8 +107,6 @@ if ARGV[7] ~= '' then
 end
 return 1
 """
-#: Longest request id kept with a stream (JSON bytes); a longer one is not kept (its stream is followed as before).
-MAX_REQUEST_ID_BYTES = 256
 
 # KEYS: stream; ARGV: after + 1, ttl ms ('' = none). nil: unknown stream; 0: the next event was trimmed (a gap);
 # else the entries from `after + 1` on.
@@ -127,7 +124,7 @@ MAX_STREAMS_PER_SESSION = 1000
 MAX_BYTES_PER_SESSION = 16 * 1024 * 1024
 _GLOB_SPECIAL = frozenset("*?[]\\")
 
-__all__ = ["RedisEventStore"]
+__all__ = ["MAX_REQUEST_ID_BYTES", "RedisEventStore"]
 
 
 def _ms(seconds: float) -> int:
@@ -183,12 +180,7 @@ class RedisEventStore(OnConnection):
         cluster: bool = False,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
-        if max_events_per_stream < 1:
-            raise ValueError("max_events_per_stream must be at least 1")
-        if min(max_streams_per_session, max_bytes_per_session) < 1:
-            raise ValueError("max_streams_per_session and max_bytes_per_session must be at least 1")
-        if ttl is not None and ttl <= 0:
-            raise ValueError("ttl must be positive (or None)")
+        check_event_bounds(max_events_per_stream, max_streams_per_session, max_bytes_per_session, ttl)
         self.conn: RedisConnection
         self.conn, self._owns = connection_for(redis, prefix=prefix, cluster=cluster, timeout=timeout)
         self.max_events_per_stream = max_events_per_stream
@@ -226,22 +218,13 @@ class RedisEventStore(OnConnection):
     async def append_first(self, stream: str, seq: int, data: bytes, request_id: str | int) -> None:
         """Keep event ``seq`` (the stream's first) and, in the same script, the id of the request the stream
         answers (not kept when its JSON is longer than :data:`MAX_REQUEST_ID_BYTES`)."""
-        rid = b"%d" % request_id if type(request_id) is int else orjson.dumps(request_id)  # (any size of integer)
-        await self._add(stream, seq, data, "", rid if len(rid) <= MAX_REQUEST_ID_BYTES else b"")
+        await self._add(stream, seq, data, "", request_id_json(request_id) or b"")
 
     async def request_of(self, stream: str) -> str | int | None:
         """The id of the request ``stream`` answers, as :meth:`append_first` kept it; None when there is none."""
         async with self.conn.guard("event store"):
             raw = await self.conn.client.hget(self._requests_key(stream), stream)
-        if not raw:
-            return None
-        try:
-            rid = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return None
-        if type(rid) is float:  # (an integer beyond 64 bits, as orjson reads it)
-            return int(raw) if raw.lstrip(b"-").isdigit() else None
-        return rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
+        return request_id_from_json(raw)
 
     async def _add(self, stream: str, seq: int, data: bytes, last: str, request_id: bytes = b"") -> None:
         tag = stream.partition("/")[0]
