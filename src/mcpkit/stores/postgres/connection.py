@@ -87,6 +87,27 @@ def _ddl(t: dict[str, str]) -> list[str]:
     ]
 
 
+def _totals_ddl(t: dict[str, str], prefix: str) -> list[str]:
+    """The running byte totals of the tasks (``'*'``: all; ``'o:<owner>'``, ``'-'``: no owner), kept by a trigger in
+    the transaction of every change of a task row, then filled from the rows already there."""
+    b, tasks, key = t["task_bytes"], t["tasks"], "coalesce('o:' || {row}.owner, '-')"
+    old, new = key.format(row="OLD"), key.format(row="NEW")
+    return [
+        f"CREATE TABLE {b} (key text PRIMARY KEY, bytes bigint NOT NULL)",
+        f"CREATE OR REPLACE FUNCTION {t['task_bytes_f']}() RETURNS trigger LANGUAGE plpgsql AS $body$ BEGIN "
+        f"IF TG_OP <> 'INSERT' THEN UPDATE {b} SET bytes = bytes - OLD.size WHERE key IN ('*', {old}); "
+        f"DELETE FROM {b} WHERE key = {old} AND bytes <= 0; END IF; "
+        f"IF TG_OP <> 'DELETE' THEN INSERT INTO {b} AS x VALUES ('*', NEW.size), ({new}, NEW.size) "
+        "ON CONFLICT (key) DO UPDATE SET bytes = x.bytes + EXCLUDED.bytes; END IF; RETURN NULL; END $body$",
+        f"CREATE TRIGGER {prefix}task_bytes AFTER INSERT OR DELETE ON {tasks} FOR EACH ROW EXECUTE FUNCTION "
+        f"{t['task_bytes_f']}()",
+        f"CREATE TRIGGER {prefix}task_bytes_u AFTER UPDATE ON {tasks} FOR EACH ROW WHEN (OLD.size IS DISTINCT FROM "
+        f"NEW.size OR OLD.owner IS DISTINCT FROM NEW.owner) EXECUTE FUNCTION {t['task_bytes_f']}()",
+        f"INSERT INTO {b} SELECT '*', sum(size) FROM {tasks} HAVING count(*) > 0",
+        f"INSERT INTO {b} SELECT {key.format(row=tasks)}, sum(size) FROM {tasks} GROUP BY owner",
+    ]
+
+
 def _errors() -> tuple[type[BaseException], ...]:
     import asyncpg
 
@@ -149,7 +170,7 @@ class PostgresConnection(Breaker):
         self.pool_size: int = pool_size
         where = f'"{schema}".' if schema else ""
         names = ["meta", "sessions", "sessions_x", "streams", "streams_s", "streams_x", "events", "log", "log_id"]
-        names += ["worker_seq", "workers", "inbox", "inbox_w", "tasks", "tasks_o"]
+        names += ["worker_seq", "workers", "inbox", "inbox_w", "tasks", "tasks_o", "task_bytes", "task_bytes_f"]
         #: The qualified name of each table, index and sequence.
         self.tables: dict[str, str] = {name: f"{where}{prefix}{name}" for name in names}
         self._pool: Any = None
@@ -195,6 +216,10 @@ class PostgresConnection(Breaker):
             await db.execute("SELECT pg_advisory_xact_lock(hashtext($1))", f"{t['meta']} schema")
             for statement in _ddl(t):
                 await db.execute(statement)
+            # the running byte totals of the tasks: made with new tables, or added to tables an older mcpkit made
+            if await db.fetchval("SELECT to_regclass($1)", t["task_bytes"]) is None:
+                for statement in _totals_ddl(t, self.prefix):
+                    await db.execute(statement)
             found = await db.fetchval(f"SELECT value FROM {t['meta']} WHERE key = 'version'")
             if found is None:
                 await db.execute(f"INSERT INTO {t['meta']} VALUES ('version', $1)", str(SCHEMA_VERSION))

@@ -4,11 +4,13 @@ One row per task in ``<prefix>tasks`` (the record as JSON, its owner, creation t
 whether it is in progress, and when it may go: :func:`~mcpkit.tasks.model.kept_until`). A creation is ONE
 transaction under a transaction-level advisory lock (the caps on tasks in progress and the bounds on tasks kept,
 per caller and in total, in records and bytes, hold for every worker at once: past a bound the oldest finished task
-goes, of that caller or of anyone, never one in progress). An update locks the task's row (``SELECT ... FOR
-UPDATE``), applies the engine's change and writes it back. Rows past their time are never read, and are deleted
-by a bounded sweep. Every change is announced with ``NOTIFY`` (the payload: the task's id), which each store's
-``LISTEN`` connection turns into calls of its listeners, so a ``tasks/result`` waiting on one worker wakes up when
-another worker ends the task.
+goes, of that caller or of anyone, never one in progress). An update takes the same lock, locks the task's row
+(``SELECT ... FOR UPDATE``), applies the engine's change and writes it back. The bytes kept, per caller and in all,
+are running totals in ``<prefix>task_bytes`` that a trigger keeps in the transaction of every change of a task row,
+so checking the byte bounds reads one row, however many tasks there are. Rows past their time are never read, and
+are deleted by a bounded sweep. Every change is announced with ``NOTIFY`` (the payload: the task's id), which each
+store's ``LISTEN`` connection turns into calls of its listeners, so a ``tasks/result`` waiting on one worker wakes
+up when another worker ends the task.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ class PostgresTaskStore(KeptBounds):
         self.conn: PostgresConnection
         self.conn, self._owns = postgres_for(postgres, prefix=prefix, timeout=timeout)
         self._table: str = self.conn.tables["tasks"]
+        self._bytes: str = self.conn.tables["task_bytes"]
         self.channel: str = f"{self.conn.prefix}tasks"
         self._origin = secrets.token_hex(8)
         self._listeners = Listeners()
@@ -138,6 +141,7 @@ class PostgresTaskStore(KeptBounds):
     async def update(self, task_id: str, change: Change) -> TaskRecord | None:
         t, now = self._table, now_ms()
         async with self.conn.transaction("task store") as db:
+            await db.execute("SELECT pg_advisory_xact_lock(hashtext($1))", t)  # (see _fit)
             raw = await db.fetchval(f"SELECT record FROM {t} WHERE id = $2 AND {_ALIVE} FOR UPDATE", now, task_id)
             if raw is None:
                 return None
@@ -159,7 +163,8 @@ class PostgresTaskStore(KeptBounds):
         return orjson.loads(data)  # type: ignore[no-any-return]
 
     async def delete(self, task_id: str) -> None:
-        async with self.conn.acquire("task store") as db:
+        async with self.conn.transaction("task store") as db:
+            await db.execute("SELECT pg_advisory_xact_lock(hashtext($1))", self._table)  # (see _fit)
             await db.execute(f"DELETE FROM {self._table} WHERE id = $1", task_id)
 
     async def list(self, owner: str | None, after: tuple[int, str] | None, limit: int) -> list[TaskRecord]:
@@ -248,13 +253,18 @@ class PostgresTaskStore(KeptBounds):
         return gone is not None
 
     async def _fit(self, db: Any, now: int, owner: str | None, task_id: str) -> None:
-        """Past the bytes of one owner, or of everyone, the oldest finished tasks go (never ``task_id``)."""
-        t = self._table
-        owned = f"SELECT coalesce(sum(size), 0) FROM {t} WHERE owner IS NOT DISTINCT FROM $1"
-        while await db.fetchval(owned, owner) > self.max_bytes_per_owner:
+        """Past the bytes of one owner, or of everyone, the oldest finished tasks go (never ``task_id``).
+
+        The bytes are read from ``<prefix>task_bytes``, the running totals a trigger keeps in the transaction of
+        every change of a task row (one row read, however many tasks there are). Every transaction that changes task
+        rows holds the store's advisory lock first, so the totals are exact when read and two writers never wait on
+        each other's total rows (no deadlock)."""
+        b = self._bytes
+        bytes_of = f"SELECT coalesce((SELECT bytes FROM {b} WHERE key = $1), 0)"
+        while await db.fetchval(bytes_of, "-" if owner is None else f"o:{owner}") > self.max_bytes_per_owner:
             if not await self._drop_oldest(db, now, owner, task_id):
                 break
-        while await db.fetchval(f"SELECT coalesce(sum(size), 0) FROM {t}") > self.max_bytes:
+        while await db.fetchval(bytes_of, "*") > self.max_bytes:
             if not await self._drop_oldest(db, now, None, task_id, everyone=True):
                 break
 
