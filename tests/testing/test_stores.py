@@ -99,7 +99,7 @@ class TestRedisEventStore(OnRedis, EventStoreContract):
     async def make_store(self) -> EventStore:
         from mcpkit.stores.redis import RedisEventStore
 
-        return RedisEventStore(
+        store = RedisEventStore(
             self.url,
             prefix=self.prefix,
             cluster=self.cluster,
@@ -107,6 +107,11 @@ class TestRedisEventStore(OnRedis, EventStoreContract):
             max_streams_per_session=self.max_streams_per_session or 1000,
             ttl=self.ttl,
         )
+        # The client of blocking reads connected now, as a worker's fan-out has it: made on the first follow, a
+        # Redis Cluster client discovers the cluster first, which took over a second on a loaded machine, and the
+        # streams of these tests expire 1 s after their last write (a followed stream then read as gone).
+        await store.conn.blocking()[0].ping()
+        return store
 
 
 @pytest.mark.redis
