@@ -13,6 +13,7 @@ import pytest
 from mcpkit import MCPKit
 from mcpkit.stores.config import ScaleConfig
 from support.mcp_http import handshake_headers, initialize_body, open_session, running
+from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 
 pytestmark = pytest.mark.redis
@@ -246,3 +247,44 @@ async def test_a_different_app_starting_on_a_redis_prefix_in_use_is_warned_about
         assert b"beta" in await client.get(fingerprints[0])  # (the last app to start holds it)
     finally:
         await client.aclose()
+
+
+@pytest.mark.postgres
+async def test_a_different_app_starting_on_a_postgres_prefix_in_use_is_warned_about_and_still_starts(
+    postgres_url: str,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The same as on Redis, for a PostgreSQL table prefix: each app's fingerprint is one row of ``<prefix>meta``
+    (when it ends, then the fingerprint); a worker of another app starting there logs one WARNING naming both and
+    ``MCPKIT_POSTGRES_PREFIX``, and starts all the same; another worker of the same app says nothing."""
+    import logging
+
+    import asyncpg
+
+    def app(name: str, tool: str) -> MCPKit:
+        server = MCPKit(name)
+        server.tool(name=tool)(lambda: tool)
+        return server
+
+    prefix = f"sh{secrets.token_hex(4)}_"
+    config = ScaleConfig(postgres_url=postgres_url, postgres_prefix=prefix, state_keys=(b"k" * 32,))
+    caplog.set_level(logging.WARNING, "mcpkit")
+
+    def warnings() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and prefix in r.getMessage()]
+
+    async with running(app("alpha", "a"), config=config):
+        async with running(app("alpha", "a"), config=config):  # (the same app's second worker)
+            pass
+        assert warnings() == []
+        async with running(app("beta", "b"), config=config) as (base, _), httpx.AsyncClient(timeout=10) as http:
+            r = await http.post(base + "/mcp", json=initialize_body(), headers=handshake_headers())
+            assert r.status_code == 200  # (it started and serves)
+    [said] = warnings()
+    assert "'alpha'" in said and "'beta'" in said and "MCPKIT_POSTGRES_PREFIX" in said and "rolling" in said, said
+    db = await asyncpg.connect(postgres_url)
+    try:
+        value = await db.fetchval(f"SELECT value FROM {prefix}meta WHERE key = 'fingerprint'")
+    finally:
+        await db.close()
+    assert value is not None and value.split(" ", 1)[1].startswith("beta "), value  # (the last app to start)

@@ -10,6 +10,7 @@ not import asyncpg, building a backend does).
   woken by ``LISTEN``/``NOTIFY`` (the notification carries a position, never the message), worker numbers and
   inboxes.
 * :class:`PostgresTaskStore` (:mod:`.tasks`): tasks every worker serves (the caps and bounds in one transaction).
+* :mod:`.fingerprint`: which app a table prefix serves (a warning when two apps share one).
 
 Each takes a URL or a shared :class:`PostgresConnection`; one built from a URL owns what it made
 (``await store.aclose()``).

@@ -132,8 +132,9 @@ class PostgresConnection(Breaker):
         prefix: the start of every table name (lower-case letters, digits, ``_``; at most 40 characters).
         schema: the schema the tables live in (same characters); None: the connection's ``search_path``.
         timeout: seconds to connect, to wait for a pooled connection and to run one statement (default 5).
-        pool_size: connections this worker holds at most (default 10, at most :data:`MAX_POOL_SIZE`); a fan-out
-            and a task store hold one more each, of their own, for ``LISTEN``.
+        pool_size: connections this worker holds at most (default 10, at most :data:`MAX_POOL_SIZE`); a fan-out,
+            a task store and an event store (from its first follow) hold one more each, of their own, for
+            ``LISTEN``.
         breaker: seconds during which statements fail at once after one failed for want of the database
             (default: ``timeout``).
     """

@@ -10,19 +10,30 @@ streams written least recently go, then the oldest events of the one written now
 A replay is one transaction too: it renews the stream's TTL, finds its first event (a gap: None) and reads the
 range. Expired streams are never read; a clean-up at most every ``sweep_every`` seconds per worker deletes at most
 :data:`MAX_SWEEP` of them.
+
+A worker following a stream another worker writes (:meth:`PostgresEventStore.follow`) is woken by the append: each
+append sends ``NOTIFY <prefix>events.follow`` with the stream's name (in the statement that keeps the event, so
+delivered at its commit), and the store's one ``LISTEN`` connection, opened at the first follow, wakes the followers
+of that stream. A follower still reads every :data:`FOLLOW_POLL` seconds (the safety net for a notification lost
+with the connection), and polls every 50 ms rising to 250 ms while it cannot listen.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import time
 from typing import Any
 
 from ..base import MAX_REQUEST_ID_BYTES, check_event_bounds, request_id_from_json, request_id_json
 from .connection import DEFAULT_TIMEOUT, PostgresConnection, postgres_for
 
+logger: logging.Logger = logging.getLogger("mcpkit.stores.postgres")
+
 __all__ = [
     "BLOCK",
+    "FOLLOW_POLL",
     "MAX_BYTES_PER_SESSION",
     "MAX_REQUEST_ID_BYTES",
     "MAX_STREAMS_PER_SESSION",
@@ -38,6 +49,11 @@ MAX_BYTES_PER_SESSION = 16 * 1024 * 1024
 MAX_SWEEP = 500
 #: Seconds :meth:`PostgresEventStore.follow` waits at most for news before it returns.
 BLOCK = 2.0
+#: Seconds between two reads of a followed stream while the store listens for appends (a notification lost with its
+#: connection delays an event by at most this much).
+FOLLOW_POLL = 1.0
+#: Longest stream name (bytes) a notification carries; an append to a longer one wakes every follower of the store.
+_NOTIFY_NAME = 1000
 _FOLLOW_BATCH = 100
 _ALIVE = "(expires_at IS NULL OR expires_at > clock_timestamp())"
 
@@ -88,6 +104,12 @@ class PostgresEventStore:
         self._streams: str = self.conn.tables["streams"]
         self._events: str = self.conn.tables["events"]
         self._expiry: str = "NULL" if ttl is None else f"clock_timestamp() + make_interval(secs => {float(ttl)!r})"
+        self._channel: str = f"{self.conn.prefix}events.follow"
+        self._waiters: dict[str, set[asyncio.Event]] = {}  # stream -> the follows waiting for it (one per call)
+        self._listener: Any = None  # the LISTEN connection, opened at the first follow
+        self._opening: asyncio.Lock | None = None
+        self._listen_again_at = 0.0
+        self._closed = False
 
     async def append(self, stream: str, seq: int, data: bytes) -> None:
         """Keep event ``seq``. Raises ``ValueError`` when ``seq`` is not above the stream's last number: two writers
@@ -127,8 +149,14 @@ class PostgresEventStore:
                 len(data),
                 request_id,
             )
-            await db.execute(
-                f"INSERT INTO {e} (stream, seq, data, last) VALUES ($1, $2, $3, $4)", stream, seq, data, last
+            await db.execute(  # (the NOTIFY that wakes the stream's followers, sent at commit)
+                f"INSERT INTO {e} (stream, seq, data, last) SELECT $1, $2, $3, $4 FROM (SELECT pg_notify($5, CASE "
+                f"WHEN octet_length($1) <= {_NOTIFY_NAME} THEN $1 ELSE '' END)) AS woken",
+                stream,
+                seq,
+                data,
+                last,
+                self._channel,
             )
             trimmed = await db.fetchval(
                 f"WITH gone AS (DELETE FROM {e} WHERE stream = $1 AND seq <= $2 RETURNING length(data) AS n) "
@@ -206,20 +234,77 @@ class PostgresEventStore:
         return [(row["seq"], bytes(row["data"])) for row in rows], bool(rows) and bool(rows[-1]["last"])
 
     async def follow(self, stream: str, after: int, timeout: float) -> tuple[list[tuple[int, bytes]], bool] | None:
-        """The events of ``stream`` after ``after`` as they come: polls for up to ``timeout`` seconds (at most
-        :data:`BLOCK`; every 50 ms, then less often, up to every 250 ms) for the first, and says whether the
-        stream's last event is among them. ``([], False)`` when nothing came; None when the stream is gone or,
-        with ``timeout=0`` (what is there now), when events after ``after`` were evicted."""
+        """The events of ``stream`` after ``after`` as they come: waits up to ``timeout`` seconds (at most
+        :data:`BLOCK`) for the first, woken by the append's notification (read again every :data:`FOLLOW_POLL`
+        seconds all the same; every 50 ms rising to 250 ms while the store cannot listen), and says whether the
+        stream's last event is among them. ``([], False)`` when nothing came; None when the stream is gone or, with
+        ``timeout=0`` (what is there now), when events after ``after`` were evicted."""
         if timeout <= 0:
             return await self._read(stream, after, gap_check=True)
         deadline = time.monotonic() + min(timeout, BLOCK)
-        pause = 0.05
-        while True:
-            found = await self._read(stream, after, gap_check=False, limit=_FOLLOW_BATCH)
-            if found is None or found[0] or time.monotonic() >= deadline:
-                return found
-            await asyncio.sleep(min(pause, max(0.0, deadline - time.monotonic())))
-            pause = min(pause * 1.5, 0.25)
+        news = asyncio.Event()
+        waiting = self._waiters.setdefault(stream, set())
+        waiting.add(news)
+        try:
+            pause = 0.05
+            while True:
+                listening = await self._listen()  # (before the read: an append after it wakes this follow)
+                news.clear()
+                found = await self._read(stream, after, gap_check=False, limit=_FOLLOW_BATCH)
+                left = deadline - time.monotonic()
+                if found is None or found[0] or left <= 0:
+                    return found
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(news.wait(), min(FOLLOW_POLL if listening else pause, left))
+                pause = min(pause * 1.5, 0.25)
+        finally:
+            waiting.discard(news)
+            if not waiting and self._waiters.get(stream) is waiting:
+                del self._waiters[stream]
+
+    async def _listen(self) -> bool:
+        """Whether the store listens for appends now: its ``LISTEN`` connection is opened at the first follow and
+        again when it dropped (a failure is tried again :data:`FOLLOW_POLL` seconds later; meanwhile follows
+        poll)."""
+        if self._listener is not None and not self._listener.is_closed():
+            return True
+        if self._closed or time.monotonic() < self._listen_again_at:
+            return False
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._listener is not None and not self._listener.is_closed():
+                return True
+            import asyncpg
+
+            listener: Any = None
+            try:
+                # (asyncpg's annotation says int; it takes seconds as a float, as its pool does)
+                listener = await asyncpg.connect(self.conn.url, timeout=self.conn.timeout)  # pyright: ignore[reportArgumentType]
+                await listener.add_listener(self._channel, self._on_append)
+            except Exception as exc:
+                if listener is not None:
+                    listener.terminate()
+                self._listen_again_at = time.monotonic() + FOLLOW_POLL
+                logger.debug("postgres event store: cannot listen for appends (followers poll): %s", exc)
+                return False
+            old, self._listener = self._listener, listener
+            if old is not None:
+                old.terminate()
+            if self._closed:  # (closed while it connected)
+                self._listener = None
+                listener.terminate()
+                return False
+        return True
+
+    def _on_append(self, connection: Any, pid: int, channel: str, payload: str) -> None:
+        if payload:
+            for news in self._waiters.get(payload, ()):
+                news.set()
+        else:  # (a stream name too long to send: every follower looks)
+            for waiting in self._waiters.values():
+                for news in waiting:
+                    news.set()
 
     async def request_of(self, stream: str) -> str | int | None:
         """The id of the request ``stream`` answers, as :meth:`append_first` kept it; None when there is none."""
@@ -248,6 +333,10 @@ class PostgresEventStore:
         return int(done.rsplit(" ", 1)[-1])
 
     async def aclose(self) -> None:
-        """Close the connection if this store made it."""
+        """Stop listening for appends; close the connection if this store made it."""
+        self._closed = True
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.terminate()
         if self._owns:
             await self.conn.aclose()

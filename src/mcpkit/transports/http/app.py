@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ...hosting import Fanout, HostedServer
     from ...stores import EventStore, SessionStore
     from ...stores.config import SharedStores
-    from ...stores.redis.fingerprint import PrefixClaim
+    from ...stores.fingerprint import HeldClaim
 
 
 class MCPApp:
@@ -55,7 +55,7 @@ class MCPApp:
         self.shared = shared  # the Redis pieces built from the configuration (closed after the fan-out)
         self.draining: bool = False
         self._started = False  # the ASGI lifespan entered the server's (startup), to leave at shutdown
-        self._claim: PrefixClaim | None = None  # this worker's fingerprint under the Redis prefix, while it runs
+        self._claim: HeldClaim | None = None  # this worker's fingerprint under the shared prefix, while it runs
         #: why the ASGI lifespan's startup failed (the server's fan-out or lifespan raised), else None
         self.startup_error: Exception | None = None
         probes: list[str] = []
@@ -95,16 +95,26 @@ class MCPApp:
                 self.startup_error = exc  # (uvicorn logs it and exits: a caller that started it can say why)
                 raise
             self._started = True
-            from ...stores.redis.connection import RedisConnection
-
-            if self.shared is not None and isinstance(self.shared.connection, RedisConnection):
-                # this app's fingerprint under the Redis prefix, warning when another app's was there, written
-                # again while the worker runs (mcpkit.stores.redis.fingerprint); Redis being away only skips it
-                from ...stores.redis.fingerprint import PrefixClaim, fingerprint
+            if self.shared is not None:
+                # this app's fingerprint under the Redis or PostgreSQL prefix, warning when another app's was
+                # there, written again while the worker runs (mcpkit.stores.fingerprint); the backend being away
+                # only skips it
+                from ...stores.fingerprint import fingerprint
+                from ...stores.postgres.connection import PostgresConnection
+                from ...stores.redis.connection import RedisConnection
 
                 mine = fingerprint(self.server.name, self.server.component_names())
-                self._claim = PrefixClaim(self.shared.connection, mine)
-                await self._claim.start()
+                conn = self.shared.connection
+                if isinstance(conn, RedisConnection):
+                    from ...stores.redis.fingerprint import PrefixClaim
+
+                    self._claim = PrefixClaim(conn, mine)
+                elif isinstance(conn, PostgresConnection):
+                    from ...stores.postgres.fingerprint import PostgresPrefixClaim
+
+                    self._claim = PostgresPrefixClaim(conn, mine)
+                if self._claim is not None:
+                    await self._claim.start()
 
     async def _shutdown(self) -> None:
         try:
