@@ -59,6 +59,7 @@ from .proxy_conn import _ASKING
 from .proxy_listen import ClientWatches
 from .proxy_local import OWN_KINDS, drop_shadowed, own_handler, own_kinds_of
 from .proxy_rounds import ProgressRelay, _Exchange
+from .proxy_search import UpstreamCatalog, declares_headers
 from .proxy_shaping import LISTS, shape_result, upstream_params
 from .proxy_skills import SKILLS_METHODS, gateway_settings, prefixed_skills_result, serves_skills
 from .proxy_upstream import Upstream, _one_line
@@ -66,6 +67,7 @@ from .server.builtins import _LIST_CHANGED_FILTER
 from .server.lowlevel import InputRequired, ServerRequestContext
 from .server.pagination import Paginator
 from .server.prefixes import check_prefix
+from .server.tool_search import ToolSearch
 
 logger: logging.Logger = logging.getLogger("mcpkit.proxy")
 
@@ -210,6 +212,7 @@ class ProxyServer(ClientWatches):
         self._listening: dict[object, dict[Upstream, set[str]]] = {}  # listen streams' URIs on 2026-07-28 upstreams
         self._ids = itertools.count(1)
         self._shadowed: set[tuple[str, str]] = set()  # upstream names the proxy's own shadow, told of once each
+        self._catalog = UpstreamCatalog(self)  # (the upstream's tools its tool search covers)
         for method in (*LISTS, "tools/call", "resources/read", "prompts/get", "completion/complete"):
             self.set_handler(method, self._handler(method))
         self.set_handler("resources/subscribe", self._subscribe)
@@ -296,10 +299,27 @@ class ProxyServer(ClientWatches):
         for u in self.upstreams:
             await u.aclose()
 
+    def add_tool_search(self, *args: Any, **options: Any) -> ToolSearch:
+        """:meth:`MCPKit.add_tool_search <mcpkit.server.app.MCPKit.add_tool_search>`, covering the upstream's tools
+        too (:mod:`mcpkit.proxy_search`): searched and called through ``call_tool`` as the proxy's own, and left out
+        of ``tools/list`` as they are (but those named in ``always_visible`` or declaring ``x-mcp-header``
+        parameters)."""
+        search = super().add_tool_search(*args, **options)
+        search.extra = self._catalog
+        return search
+
+    async def notify_list_changed(self, kind: str) -> None:
+        """Tell every client the ``kind`` list changed (the upstream's tools are searched again from now on)."""
+        if kind == "tools":
+            self._catalog.changed()
+        await super().notify_list_changed(kind)
+
     def offer_listeners(
         self, method: str, params: JSONDict, *, kind: str | None = None, uri: str | None = None
     ) -> None:
         """Hand an upstream change to this proxy's ``subscriptions/listen`` streams that asked for it."""
+        if kind == "tools":  # (the upstream's tools changed: searched again from now on)
+            self._catalog.changed()
         key = _LIST_CHANGED_FILTER.get(kind) if kind is not None else None
         for listener in list(self._listeners):
             if (key is not None and listener.filter.get(key)) or (uri is not None and uri in listener.uris):
@@ -322,6 +342,9 @@ class ProxyServer(ClientWatches):
             return await self._list(sctx, method, params)
         own = own_handler(self, method, params)
         if own is not None:  # (one of the proxy's own components: its registries answer)
+            search = self._tool_search
+            if search is not None and method == "tools/call" and params.get("name") == search.search_name:
+                await self._catalog.ensure()  # (the upstream's tools, walked again if they changed)
             answered = own(sctx, params)
             return await answered if inspect.isawaitable(answered) else answered  # type: ignore[no-any-return]
         out = upstream_params(params, sctx)
@@ -416,6 +439,9 @@ class ProxyServer(ClientWatches):
             shaped = prefixed_skills_result(method, shaped, upstream.prefix)
         if own_kind is not None and isinstance(shaped.get(field), list):
             shaped[field] = drop_shadowed(self, own_kind, shaped[field], LISTS[method][1], self._shadowed)
+            search = self._tool_search
+            if search is not None and method == "tools/list":  # (found by search: listed as the app lists its own)
+                shaped[field] = [t for t in shaped[field] if t.get("name") in search.pinned or declares_headers(t)]
         nxt = result.get("nextCursor")
         shaped.pop("nextCursor", None)
         if isinstance(nxt, str) and nxt:

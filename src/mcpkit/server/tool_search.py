@@ -43,8 +43,8 @@ from __future__ import annotations
 
 import operator
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import orjson
 
@@ -133,8 +133,30 @@ class _MountedListed(Mapping[str, Tool]):
         return sum(1 for _ in self)
 
 
+class ExtraTools(Protocol):
+    """Tools a search covers beside the app's own (a proxy's upstream tools, :mod:`mcpkit.proxy_search`)."""
+
+    @property
+    def tools(self) -> Sequence[Any]:
+        """The tools: each with ``name``, ``title``, ``description``, ``input_schema`` (what the index reads) and
+        ``listed(features) -> bytes`` (its definition for a caller). One named as a tool of the app's is left out."""
+        ...
+
+    @property
+    def note(self) -> str | None:
+        """What the search leaves out of them, said in every answer (``note``), or None."""
+        ...
+
+    def serves(self, name: str) -> bool:
+        """Whether ``call_tool`` of ``name`` (not a tool of the app's) is the app's ``tools/call`` of it."""
+        ...
+
+
 class ToolSearch:
     """The tool search of one app (what :meth:`Searching.add_tool_search` installs)."""
+
+    #: tools searched and called beside the app's own (set by a proxy: its upstream's), or None
+    extra: ExtraTools | None = None
 
     def __init__(
         self, app: Any, strategy: str, max_results: int, search_name: str, call_name: str, pinned: tuple[str, ...]
@@ -170,7 +192,11 @@ class ToolSearch:
         if index is None:
             generation = self._generation
             registered = list(self.app._tools.items())  # (a copy in one step: the loop may register meanwhile)
-            index = SearchIndex((tool for name, tool in registered if name not in self.synthetic), self.keyword)
+            tools = [tool for name, tool in registered if name not in self.synthetic]
+            if self.extra is not None:  # (after the app's own; one named as the app's is the app's)
+                own = {name for name, _ in registered}
+                tools += [tool for tool in self.extra.tools if tool.name not in own]
+            index = SearchIndex(tools, self.keyword)
             with self._lock:
                 if self._generation == generation:
                     self._index = index
@@ -211,13 +237,17 @@ class ToolSearch:
             rules: Visibility = app._visibility
             principal = sctx.principal
 
-            def shown(tool: Tool) -> bool:
-                return rules.allows("tools", tool.name, tool, principal)
+            def shown(tool: Tool) -> bool:  # (an extra tool is not the app's to hide: shown as its list shows it)
+                return not isinstance(tool, Tool) or rules.allows("tools", tool.name, tool, principal)
 
             visible = shown
 
         found = self.index().search(str(arguments["query"]), limit, visible)
-        return {"tools": [orjson.loads(tool.listed(feats)) for tool in found]}
+        answer: JSONDict = {"tools": [orjson.loads(tool.listed(feats)) for tool in found]}
+        note = self.extra.note if self.extra is not None else None
+        if note:
+            answer["note"] = note
+        return answer
 
     def _mounts_in(self, top: Any, sctx: Any, synthetic: Tool) -> tuple[Mount, ...]:
         """The mounts through which ``top`` (the app serving the request) serves ``synthetic`` (this app's search
@@ -365,6 +395,8 @@ def routed_params(
     for mount in mounts:
         tool = tool.inner if isinstance(tool, MountedTool) and tool.mount is mount else None
     if tool is None:
+        if not mounts and search.extra is not None and search.extra.serves(name):  # (a proxy's upstream tool)
+            return {**params, "name": name, "arguments": arguments.get("arguments", {})}
         raise UnknownTool(name)
     if tool.name in search.synthetic:
         caller = search.call_name
@@ -623,4 +655,4 @@ def _name(tool: Tool) -> str:
     return tool.name
 
 
-__all__ = ["MAX_QUERY_CHARS", "MAX_RESULTS", "Searching", "ToolSearch"]
+__all__ = ["MAX_QUERY_CHARS", "MAX_RESULTS", "ExtraTools", "Searching", "ToolSearch"]
