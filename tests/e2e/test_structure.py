@@ -513,7 +513,7 @@ def test_one_asgi_lifespan_answerer() -> None:
 _ABOVE_SERVER = ("mcpkit.transports", "mcpkit.client", "mcpkit.stores", "mcpkit.auth", "mcpkit.cli", "mcpkit.check")
 _ABOVE_SERVER += ("mcpkit.inspector", "mcpkit.proxies", "mcpkit.proxy_upstream", "mcpkit.proxy_conn")
 _ABOVE_SERVER += ("mcpkit.proxy_rounds", "mcpkit.proxy_shaping", "mcpkit.proxy_skills", "mcpkit.proxy_watch")
-_ABOVE_SERVER += ("mcpkit.proxy_listen", "mcpkit.proxy_local")
+_ABOVE_SERVER += ("mcpkit.proxy_listen", "mcpkit.proxy_local", "mcpkit.proxy_search")
 _ABOVE_SERVER += ("mcpkit.telemetry", "mcpkit.run")
 
 
@@ -655,6 +655,7 @@ _LAYERS: tuple[tuple[str, ...], ...] = (
         "proxy_listen",
         "proxy_local",
         "proxy_rounds",
+        "proxy_search",
         "proxy_shaping",
         "proxy_skills",
         "proxy_watch",
