@@ -12,12 +12,12 @@ turns, the ready events it got, the callbacks it ran and the tasks created, by w
 (which slows the server: CPU figures of a ``--counts`` run are not comparable with others). In an mcpkit server it
 also counts the inline calls of plain ``def`` tools that the sync policy times exactly or measures as suspect (after
 an inline call ran long, by the OS preempting it on a busy machine or otherwise): those calls make system calls the
-usual inline call does not (``mcpkit.server.sync_exec``). The load (``echo``,
-the handshake era with ``--era legacy``, else 2026-07-28, ``--concurrency`` calls in flight, ``--calls`` calls)
-follows a warm-up; the figures are the differences between two snapshots around it, divided by the calls. Every
-load is bounded in calls and seconds. Not a figure to publish: a tool to tell *why* two servers differ (a server
-that yields to the loop more often, makes a task per request, collects garbage or sleeps more per call shows it
-here).
+usual inline call does not (``mcpkit.server.sync_exec``); and the calls it sent to a worker thread and the loop's
+hand-overs to a stand-in thread. The load (``echo``, the handshake era with ``--era legacy``, else 2026-07-28,
+``--concurrency`` calls in flight, ``--calls`` calls) follows a warm-up; the figures are the differences between
+two snapshots around it, divided by the calls. Every load is bounded in calls and seconds. Not a figure to publish:
+a tool to tell *why* two servers differ (a server that yields to the loop more often, makes a task per request,
+collects garbage or sleeps more per call shows it here).
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 def _count_policy(counts: collections.Counter[str]) -> None:
     """Count the inline calls of plain ``def`` functions that mcpkit's sync policy times exactly (the thread's usage
     counters read around the call, after a call ran long) or measures as suspect (the scheduler's run-queue time
-    too): each costs system calls the usual inline call does not make."""
+    too): each costs system calls the usual inline call does not make; and the calls run on a worker thread and the
+    loop's hand-overs to a stand-in thread (tens of microseconds each)."""
     try:
         import mcpkit._runtime.handoff as handoff
         import mcpkit.server.sync_exec as sync_exec
@@ -69,8 +70,21 @@ def _count_policy(counts: collections.Counter[str]) -> None:
         counts["sched_reads"] += 1
         return run_delay()
 
+    on_thread = sync_exec.SyncPolicy.on_thread
+    hand_over = handoff.LoopHandoff._hand_over
+
+    def counted_on_thread(self: Any, args: Any, kwargs: Any) -> Any:
+        counts["on_thread"] += 1
+        return on_thread(self, args, kwargs)
+
+    def counted_hand_over(self: Any, job: int) -> None:
+        counts["hand_overs"] += 1
+        hand_over(self, job)
+
     handoff.thread_usage = counted_usage
     sync_exec.run_delay = counted_delay
+    sync_exec.SyncPolicy.on_thread = counted_on_thread  # type: ignore[method-assign]
+    handoff.LoopHandoff._hand_over = counted_hand_over  # type: ignore[method-assign]
 
 
 def _install_counters(counts: collections.Counter[str], structure: bool) -> None:
@@ -256,10 +270,11 @@ def _report(name: str, row: dict[str, float], structure: bool) -> None:
         f"in gc {row.get('gc_us', 0):.3f} us/call; context switches per call: voluntary "
         f"{row['voluntary_ctxt_switches']:.3f}, involuntary {row['nonvoluntary_ctxt_switches']:.3f}"
     )
-    if "exactly_timed" in row or "sched_reads" in row:
+    if any(k in row for k in ("exactly_timed", "sched_reads", "on_thread", "hand_overs")):
         print(
             f"{'':10s} mcpkit's sync policy, per call: usage readings {row.get('exactly_timed', 0):.3f} "
-            f"(inline calls timed exactly), run-queue readings {row.get('sched_reads', 0):.3f} (suspect calls: 2 each)"
+            f"(inline calls timed exactly), run-queue readings {row.get('sched_reads', 0):.3f} (2 per suspect call), "
+            f"worker-thread calls {row.get('on_thread', 0):.4f}, loop hand-overs {row.get('hand_overs', 0):.4f}"
         )
     if structure:
         turns, events = row.get("loop_turns", 0), row.get("ready_events", 0)
