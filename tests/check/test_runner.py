@@ -203,6 +203,10 @@ def test_a_server_forked_from_the_zygote_is_the_process_its_command_would_start(
         proc, pid = start(zygote, "wait")
         proc.kill()
         assert proc.wait(30) == -9 and _gone(pid)
+        done = subprocess.run(  # as python -m
+            zygote.command("-m", "json.tool", "--compact"), input='{"a": 1}', capture_output=True, text=True, timeout=30
+        )
+        assert (done.returncode, done.stdout) == (0, '{"a":1}\n'), done.stderr
         proc, pid = start(zygote, "close-stdout")
         assert proc.stdout is not None and proc.stdout.read() == ""  # EOF while the server still runs
         assert proc.poll() is None

@@ -175,6 +175,10 @@ def serve(path: str, preload: list[str]) -> None:
     """The zygote's loop: one thread (so forking is safe), a selector over the listening socket, each launcher's
     connection (its end means the launcher is gone: its server is killed) and the SIGCHLD wake-up pipe."""
     _preload(preload)
+    import threading
+
+    if threading.active_count() != 1:  # forking a process with threads can copy a lock some thread holds
+        raise SystemExit(f"zygote: preloading {preload} started threads: {threading.enumerate()}")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(path + ".tmp")
     listener.listen(64)
