@@ -100,9 +100,9 @@ redis.call('ZADD', KEYS[2], ARGV[6], ARGV[4])
 return 1
 """
 
-# KEYS: the user's upstream tokens' key, the set of users kept (score: last use, ms); ARGV: the sealed record, its
-# lifetime (ms), now (ms), its digest, the most kept, the prefix of the records' keys, the oldest use a live record
-# can have (ms). Forgets the expired ones, then the least recently used past the bound.
+# KEYS: the user's upstream tokens' key, the set of users kept (score: last use, µs); ARGV: the sealed record, its
+# lifetime (ms), now (µs), its digest, the most kept, the prefix of the records' keys, the oldest use a live record
+# can have (µs). Forgets the expired ones, then the least recently used past the bound.
 _PUT_UPSTREAM = """
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
@@ -331,17 +331,17 @@ class RedisAuthStorage(_RedisHolder):
 
     async def put_upstream(self, key: str, sealed: bytes, expires_at: float, now: float, max_tokens: int) -> None:
         ttl = max(1, int((expires_at - now) * 1000))
-        real = time.time_ns() // 1_000_000
+        real = time.time_ns() // 1000  # (microseconds: two uses a round trip apart never tie)
         keys = [self._key("upstream-token", key), self._key("upstream-tokens", "all")]
         prefix = self._key("upstream-token", "")
-        args: list[bytes | str | int] = [sealed, ttl, real, key, max_tokens, prefix, real - ttl]
+        args: list[bytes | str | int] = [sealed, ttl, real, key, max_tokens, prefix, real - ttl * 1000]
         await self._put_upstream(keys=keys, args=args)
 
     async def get_upstream(self, key: str, now: float) -> bytes | None:
         raw: Any = await self.redis.get(self._key("upstream-token", key))
         if not raw:
             return None
-        await self.redis.zadd(self._key("upstream-tokens", "all"), {key: time.time_ns() // 1_000_000}, xx=True)
+        await self.redis.zadd(self._key("upstream-tokens", "all"), {key: time.time_ns() // 1000}, xx=True)
         return bytes(raw)
 
     async def drop_upstream(self, key: str) -> None:
