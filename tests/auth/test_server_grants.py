@@ -229,3 +229,65 @@ async def test_an_openid_grant_answers_an_id_token_for_the_client_with_the_reque
         assert (await authorize("openid", nonce="n" * MAX_NONCE)).status_code == 200
     if storage is not None:
         await storage.aclose()
+
+
+async def test_a_client_revokes_its_grant_at_the_revocation_endpoint_and_never_another_clients() -> None:
+    """RFC 7009 ``/revoke`` (advertised as ``revocation_endpoint``): a client's refresh token, or its access token,
+    revokes the grant it belongs to (the refresh token no longer refreshes, the access token introspects
+    inactive); a token of another client is refused and stays good; an unknown token is answered 200."""
+
+    def make(base: str) -> AuthorizationServer:
+        return AuthorizationServer(base, auto_approve=True)
+
+    async with serve(make) as (base, _), httpx.AsyncClient(follow_redirects=False) as http:
+        meta = (await http.get(base + "/.well-known/oauth-authorization-server")).json()
+        assert meta["revocation_endpoint"] == base + "/revoke"
+        clients = []
+        for _ in range(2):
+            reg = await http.post(
+                base + "/register",
+                json={"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "client_secret_basic"},
+            )
+            clients.append((reg.json()["client_id"], reg.json()["client_secret"]))
+
+        async def grant(client: tuple[str, str]) -> dict[str, str]:
+            verifier, challenge = pkce_pair()
+            query = {
+                "response_type": "code",
+                "client_id": client[0],
+                "redirect_uri": REDIRECT,
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+            }
+            location = (await http.get(base + "/authorize", params=query)).headers["location"]
+            form = {
+                "grant_type": "authorization_code",
+                "code": dict(parse_qsl(urlsplit(location).query))["code"],
+                "code_verifier": verifier,
+                "redirect_uri": REDIRECT,
+            }
+            answer = await http.post(base + "/token", data=form, auth=client)
+            assert answer.status_code == 200, answer.text
+            return dict(answer.json())
+
+        async def active(client: tuple[str, str], token: str) -> bool:
+            return bool((await http.post(base + "/introspect", data={"token": token}, auth=client)).json()["active"])
+
+        async def refreshes(client: tuple[str, str], token: str) -> bool:
+            data = {"grant_type": "refresh_token", "refresh_token": token}
+            return (await http.post(base + "/token", data=data, auth=client)).status_code == 200
+
+        alice, mallory = clients
+        for kind in ("refresh_token", "access_token"):
+            mine = await grant(alice)
+            refused = await http.post(base + "/revoke", data={"token": mine[kind]}, auth=mallory)
+            assert refused.status_code == 400 and refused.json()["error"] == "unauthorized_client"
+            assert await active(alice, mine["access_token"])
+            revoked = await http.post(base + "/revoke", data={"token": mine[kind]}, auth=alice)
+            assert revoked.status_code == 200
+            assert not await active(alice, mine["access_token"]), kind
+            assert not await refreshes(alice, mine["refresh_token"]), kind
+        unknown = await http.post(base + "/revoke", data={"token": "not-a-token"}, auth=alice)
+        assert unknown.status_code == 200
+        missing = await http.post(base + "/revoke", data={}, auth=alice)
+        assert missing.status_code == 400 and missing.json()["error"] == "invalid_request"

@@ -13,18 +13,29 @@ import httpx
 import jwt
 import pytest
 
+from mcpkit.auth.upstream import UpstreamProvider
+from mcpkit.auth.upstream_login import UpstreamLogin
+from mcpkit.client.lowlevel import ClientSession
+from mcpkit.transports.http import create_app
+from mcpkit.transports.http.streamable_client import StreamableHTTPClientTransport
 from support.mcp_http import initialize_body
 from support.oauth import serve
 from support.upstream_idp import (
     MCP_HEADERS,
+    PROXY_CLIENT_ID,
+    PROXY_CLIENT_SECRET,
     REDIRECT,
     Browser,
     authorize_url,
     call,
     oauth_client,
+    proxied_server,
     proxy_stack,
     query,
+    sign_in,
+    upstream_refresh_tokens,
     upstream_tokens,
+    whoami_with,
 )
 
 
@@ -190,6 +201,91 @@ async def test_a_token_of_the_proxy_for_another_audience_is_refused_by_the_mcp_s
             assert r.status_code == 401
             r = await http.post(s["mcp_url"], json=body, headers={**MCP_HEADERS, "authorization": f"Bearer {mine}"})
             assert r.status_code == 200
+
+
+async def test_consent_pages_open_at_once_in_one_browser_are_each_accepted_up_to_a_bound() -> None:
+    """One CSRF cookie served every consent page: with two open in one browser, the first one's form was refused
+    (403). Each page has its own cookie now (named by its transaction), so both are accepted, answered in either
+    order; past ``MAX_CONSENT_PAGES`` open at once the oldest page's cookie is dropped and its form refused."""
+    from mcpkit.auth.upstream_login import MAX_CONSENT_PAGES
+
+    async with proxy_stack() as s:
+        browser = Browser(decision=None)
+        first = await browser.open(await authorize_url(s, state="first"))
+        second = await browser.open(await authorize_url(s, state="second"))
+        for page, state in ((first, "first"), (second, "second")):
+            approved = await browser.answer(page, "approve")
+            assert approved.status_code == 302, approved.text
+            done = await browser.open(str(approved.url.join(approved.headers["location"])), stop_at=REDIRECT)
+            assert query(done)["state"] == state and "code" in query(done)
+        pages = [await browser.open(await authorize_url(s)) for _ in range(MAX_CONSENT_PAGES + 1)]
+        csrf_cookies = [c for c in browser.http.cookies if "csrf" in c]
+        assert len(csrf_cookies) == MAX_CONSENT_PAGES
+        oldest = await browser.answer(pages[0], "approve")
+        assert oldest.status_code == 403
+        for page in pages[1:]:
+            assert (await browser.answer(page, "approve")).status_code == 302
+
+
+async def test_a_tool_reads_the_upstream_token_with_ctx_upstream_token(caplog: pytest.LogCaptureFixture) -> None:
+    """``Context`` (server layer) cannot import the proxy: the proxy installs its upstream credentials for the
+    requests it passes on to its app, and ``await ctx.upstream_token()`` in a tool reads the caller's upstream
+    token (the same as ``login.upstream_token()``; None once its grant is revoked). Served without a proxy, the
+    call is an error naming what is missing, not a silent None."""
+    async with proxy_stack() as s:
+        grant = await sign_in(s, Browser())
+        assert await whoami_with(s, grant["access_token"], "ctx_upstream_token") == "same"
+        async with httpx.AsyncClient() as http:
+            form = {"token": grant["refresh_token"], "client_id": grant["client_id"]}
+            assert (await http.post(s["proxy_url"] + "/revoke", data=form)).status_code == 200
+        assert await whoami_with(s, grant["access_token"], "ctx_upstream_token") == "none"
+    app = proxied_server(UpstreamLogin(UpstreamProvider.github("id", "secret")), "http://127.0.0.1:9")
+    async with serve(lambda base: create_app(app)) as (base, _):
+        async with StreamableHTTPClientTransport(base + "/mcp") as conn, ClientSession(conn) as session:
+            result = await session.call_tool("ctx_upstream_token", {})
+        assert result.is_error  # (the client sees an error id; the log names what is missing)
+        assert any("AuthorizationServer(upstream=" in r.getMessage() + str(r.exc_info) for r in caplog.records)
+
+
+# ------------------------------------------------------------------------------------------- revocation
+async def test_a_revoked_grant_drops_its_upstream_token_and_revokes_it_at_the_provider() -> None:
+    """A replayed code, a reused refresh token and an RFC 7009 ``/revoke`` each revoke a grant of the proxy: the
+    user's upstream token of that grant was kept until its TTL; now it is dropped at once (a tool finds none) and
+    revoked at the provider's ``revocation_endpoint`` too (its refresh token no longer refreshes there). Another
+    grant's upstream token stays."""
+    async with proxy_stack(oidc=True) as s:
+        assert s["login"].provider.revocation_url == s["idp_url"] + "/revoke"
+        kept = await sign_in(s, Browser())
+        idp_refresh_before = set(upstream_refresh_tokens(s))
+        async with httpx.AsyncClient() as http:
+
+            async def revoked_by(trigger: str) -> None:
+                grant = await sign_in(s, Browser())
+                (upstream_refresh,) = set(upstream_refresh_tokens(s)) - idp_refresh_before
+                idp_refresh_before.add(upstream_refresh)
+                assert await whoami_with(s, grant["access_token"]) == "login-of-alice|alice", trigger
+                if trigger == "a replayed code":
+                    again = await http.post(s["proxy_url"] + "/token", data=grant["form"])
+                    assert again.json()["error"] == "invalid_grant"
+                elif trigger == "a reused refresh token":
+                    data = {"grant_type": "refresh_token", "refresh_token": grant["refresh_token"]}
+                    data["client_id"] = grant["client_id"]
+                    assert (await http.post(s["proxy_url"] + "/token", data=data)).status_code == 200
+                    assert (await http.post(s["proxy_url"] + "/token", data=data)).json()["error"] == "invalid_grant"
+                else:
+                    form = {"token": grant["refresh_token"], "client_id": grant["client_id"]}
+                    assert (await http.post(s["proxy_url"] + "/revoke", data=form)).status_code == 200
+                assert await whoami_with(s, grant["access_token"]) == "no upstream token", trigger
+                # revoked at the provider: its refresh token refreshes nothing there any more
+                upstream = {"grant_type": "refresh_token", "refresh_token": upstream_refresh}
+                proxy_at_idp = (PROXY_CLIENT_ID, PROXY_CLIENT_SECRET)
+                at_idp = await http.post(s["idp_url"] + "/token", data=upstream, auth=proxy_at_idp)
+                assert at_idp.json()["error"] == "invalid_grant", trigger
+
+            for trigger in ("a replayed code", "a reused refresh token", "/revoke"):
+                await revoked_by(trigger)
+        assert await whoami_with(s, kept["access_token"]) == "login-of-alice|alice"
+        assert [p for m, p, _ in s["idp_log"].requests if p == "/revoke"] == ["/revoke"] * 3
 
 
 # ------------------------------------------------------------------------------------------- bounds

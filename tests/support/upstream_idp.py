@@ -18,7 +18,7 @@ import httpx
 import jwt
 import orjson
 
-from mcpkit import MCPKit
+from mcpkit import Context, MCPKit
 from mcpkit._asgi import lifespan
 from mcpkit.auth import AuthorizationServer, JWTVerifier, LoopbackCallback, OAuthClient, current_access_token, protect
 from mcpkit.auth._util import pkce_pair
@@ -69,12 +69,55 @@ async def authorize_url(s: dict[str, Any], state: str = "client-state", redirect
     return f"{s['proxy_url']}/authorize?{params}"
 
 
+async def sign_in(s: dict[str, Any], browser: Browser) -> dict[str, Any]:
+    """A new public client of the proxy signed in through ``browser``: its token answer (the code redeemed), with
+    ``client_id`` and ``code`` (to replay) added."""
+    client = await s["proxy"].register_client(redirect_uris=[REDIRECT])
+    verifier, challenge = pkce_pair()
+    params = httpx.QueryParams(
+        response_type="code",
+        client_id=client.client_id,
+        redirect_uri=REDIRECT,
+        code_challenge=challenge,
+        code_challenge_method="S256",
+        resource=s["mcp_url"],
+    )
+    got = query(await browser.open(f"{s['proxy_url']}/authorize?{params}", stop_at=REDIRECT))
+    form = {
+        "grant_type": "authorization_code",
+        "code": got["code"],
+        "code_verifier": verifier,
+        "client_id": client.client_id,
+        "redirect_uri": REDIRECT,
+    }
+    async with httpx.AsyncClient() as http:
+        answer = await http.post(s["proxy_url"] + "/token", data=form)
+    assert answer.status_code == 200, answer.text
+    return {**answer.json(), "client_id": client.client_id, "form": form}
+
+
+async def whoami_with(s: dict[str, Any], access_token: str, tool: str = "upstream_whoami") -> str:
+    """The answer of ``tool`` (``upstream_whoami``) to a call made with the proxy's ``access_token``."""
+    bearer = {"authorization": "Bearer " + access_token}
+    async with (
+        StreamableHTTPClientTransport(s["mcp_url"], headers=bearer) as conn,
+        ClientSession(conn) as session,
+    ):
+        result = await session.call_tool(tool, {})
+        return str(result.content[0].text)  # type: ignore[union-attr]
+
+
 def upstream_tokens(s: dict[str, Any]) -> list[str]:
     """Every access and refresh token the IdP's token endpoint answered."""
     found = []
     for body in s["idp_recorded"].bodies("/token"):
         found += [body[k] for k in ("access_token", "refresh_token") if k in body]
     return found
+
+
+def upstream_refresh_tokens(s: dict[str, Any]) -> list[str]:
+    """Every refresh token the IdP's token endpoint answered."""
+    return [body["refresh_token"] for body in s["idp_recorded"].bodies("/token") if "refresh_token" in body]
 
 
 PROXY_CLIENT_ID = "mcp-proxy"
@@ -194,6 +237,12 @@ def proxied_server(login: UpstreamLogin, idp_url: str) -> MCPKit:
         ours = current_access_token()
         assert ours is not None
         return f"{r.json().get('login')}|{ours.subject}"
+
+    @app.tool
+    async def ctx_upstream_token(ctx: Context) -> str:
+        """What ``ctx.upstream_token()`` gives, beside ``login.upstream_token()``."""
+        token = await ctx.upstream_token()
+        return "none" if token is None else "same" if token == await login.upstream_token() else "different"
 
     return app
 

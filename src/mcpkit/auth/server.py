@@ -39,6 +39,7 @@ from urllib.parse import parse_qsl, urlsplit
 import orjson
 
 from .._asgi import ASGIApp, Receive, Scope, Send, lifespan
+from ..server.request_context import CURRENT_UPSTREAM, provide_upstream
 from ._util import (
     COLOCATED_ISSUER,
     _OAuthError,
@@ -300,6 +301,13 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
             "token_endpoint": self.url("/token"),
             "jwks_uri": self.url("/jwks"),
             "introspection_endpoint": self.url("/introspect"),
+            "revocation_endpoint": self.url("/revoke"),
+            "revocation_endpoint_auth_methods_supported": [
+                "client_secret_basic",
+                "client_secret_post",
+                "private_key_jwt",
+                "none",
+            ],
             "response_types_supported": ["code"],
             "response_modes_supported": ["query"],
             "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
@@ -396,7 +404,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
         if scope["type"] != "http":
             if self.app is not None:
                 scope[COLOCATED_ISSUER] = self.issuer
-                await self.app(scope, receive, send)
+                await self._pass_on(scope, receive, send)
             return
         path: str = scope.get("path", "")
         if len(path) > 1 and path.endswith("/"):
@@ -414,6 +422,8 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
             route = self._register
         elif path == b + "/introspect":
             route = self._introspect
+        elif path == b + "/revoke":
+            route = self._revocation
         elif path == b + "/jwks":
             route = self._jwks
         elif self.upstream is not None and path in (b + "/consent", b + "/upstream/callback"):
@@ -421,7 +431,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
         if route is None:
             if self.app is not None:
                 scope[COLOCATED_ISSUER] = self.issuer  # the default authorization server of a protected app
-                await self.app(scope, receive, send)
+                await self._pass_on(scope, receive, send)
             else:
                 await send_json(send, 404, {"error": "not_found"})
             return
@@ -446,6 +456,18 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
             elif exc.status == 429 and self.registration_rate is not None:
                 extra.append((b"retry-after", str(max(1, int(self.registration_rate[1]))).encode()))
             await send_json(send, exc.status, {"error": exc.error, "error_description": exc.description}, extra)
+
+    async def _pass_on(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A request for the app: an OAuth proxy's upstream credentials installed for it (``ctx.upstream_token()``)."""
+        assert self.app is not None
+        if self.upstream is None:
+            await self.app(scope, receive, send)
+            return
+        installed = provide_upstream(self.upstream)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            CURRENT_UPSTREAM.reset(installed)
 
     async def _metadata(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send_json(send, 200, self.metadata(), [(b"access-control-allow-origin", b"*")])

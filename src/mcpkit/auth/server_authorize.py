@@ -166,9 +166,11 @@ class AuthorizeEndpoint:
         subject: str,
         redirect_uri_given: bool,
         extra: list[tuple[bytes, bytes]] | None = None,
+        family: str | None = None,
     ) -> None:
         """The authorization request was granted to ``subject``: its code (single use, bound to the PKCE
-        challenge) sent to the client's redirect URI."""
+        challenge) sent to the client's redirect URI. ``family`` names the grant its tokens will belong to (the
+        ``grant_id`` of its access tokens; default: a new one)."""
         client = request.client
         assert client is not None
         code = secrets.token_urlsafe(32)
@@ -185,6 +187,7 @@ class AuthorizeEndpoint:
                 redirect_uri_given=redirect_uri_given,
                 nonce=request.nonce,
                 auth_time=int(self.clock()),
+                family=family or secrets.token_urlsafe(16),
             ),
         )
         await self._used(client)

@@ -18,6 +18,7 @@ from .storage import AuthStorage, ClientRecord, KeyBoundRefreshStorage, Revocati
 
 if TYPE_CHECKING:
     from .._asgi import Receive, Scope, Send
+    from .upstream_login import UpstreamLogin
 
 __all__ = ["TokenGrants"]
 
@@ -40,6 +41,7 @@ class TokenGrants:
     refresh_token_ttl: float | None
     code_ttl: float
     issue_refresh_tokens: bool
+    upstream: UpstreamLogin | None
     _resource: Callable[[str | None], str | None]
 
     def issue_access_token(
@@ -69,7 +71,7 @@ class TokenGrants:
             if family is not None:  # a replayed code: revoke what was issued from it (RFC 6749 §4.1.2)
                 await self._revoke(family)
             raise _OAuthError("invalid_grant", "invalid, expired or already used authorization code")
-        family = secrets.token_urlsafe(16)
+        family = code.family or secrets.token_urlsafe(16)
         await self.ledger.mark_used(key, family, self._family_expiry())
         if code.client_id != client.client_id or code.expires_at < self.clock():
             raise _OAuthError("invalid_grant", "invalid, expired or already used authorization code")
@@ -111,7 +113,47 @@ class TokenGrants:
         return None if self.issue_refresh_tokens and self.refresh_token_ttl is None else self.clock() + longest
 
     async def _revoke(self, family: str) -> None:
+        """Revoke a grant family: its tokens are refused from now on, and an OAuth proxy drops (and revokes at the
+        provider) the upstream tokens of that sign-in."""
         await self.ledger.revoke(family, self._family_expiry())
+        if self.upstream is not None:
+            await self.upstream.grant_revoked(family)
+
+    async def _revocation(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """RFC 7009 ``/revoke``: a client revokes one of its refresh or access tokens, and with it the whole grant
+        it belongs to. A token of another client is refused; an unknown, expired or malformed one is answered 200
+        like a revoked one (§2.2)."""
+        form = await self._form(scope, receive)
+        client = await self._client_auth(scope, form)
+        token = form.get("token", "")
+        if not token:
+            raise _OAuthError("invalid_request", "token is required")
+        family = await self._family_of(token, client)
+        if family:
+            await self._revoke(family)
+        await send_json(send, 200, {}, [(b"pragma", b"no-cache")])
+
+    async def _family_of(self, token: str, client: ClientRecord) -> str | None:
+        """The grant family of ``token`` (a refresh token of this server, taken; else an access token of it),
+        checked to be ``client``'s."""
+        record = await self.storage.pop_refresh(token)
+        if record is not None:
+            if record.client_id != client.client_id:
+                await self.storage.save_refresh(token, record)
+                raise _OAuthError("unauthorized_client", "this token was not issued to this client")
+            return record.family or None
+        import jwt
+
+        try:
+            claims = jwt.decode(
+                token, self.key.public_key(), algorithms=["ES256"], issuer=self.issuer, options={"verify_aud": False}
+            )
+        except jwt.PyJWTError:
+            return None
+        if claims.get("client_id") != client.client_id:
+            raise _OAuthError("unauthorized_client", "this token was not issued to this client")
+        grant = claims.get("grant_id")
+        return grant if isinstance(grant, str) else None
 
     async def _holder_ok(self, old: _Refresh, client: ClientRecord) -> bool:
         """Whether ``client`` may still use the refresh token ``old``: its own, not expired, its grant not revoked."""

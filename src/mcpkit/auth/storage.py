@@ -121,6 +121,7 @@ class _Code:
     redirect_uri_given: bool = False  # the authorization request named it: the token request must too
     nonce: str | None = None  # OpenID Connect: the authorization request's nonce, for the id_token
     auth_time: int | None = None  # when the user was authenticated (the id_token's auth_time)
+    family: str = ""  # the grant family its tokens will belong to (chosen when the code is issued)
 
 
 @dataclass

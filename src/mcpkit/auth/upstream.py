@@ -81,6 +81,8 @@ class UpstreamProvider:
         userinfo_headers: extra headers of the userinfo request (GitHub's API wants a ``user-agent``).
         timeout / max_response: the longest an exchange with the provider may take as a whole (seconds) and the
             largest answer read (bytes).
+        revocation_url: the provider's RFC 7009 revocation endpoint (OpenID discovery's ``revocation_endpoint``):
+            when the proxy's grant is revoked, the user's upstream tokens are revoked there too, best effort.
     """
 
     authorize_url: str
@@ -98,9 +100,10 @@ class UpstreamProvider:
     userinfo_headers: Mapping[str, str] = field(default_factory=dict)
     timeout: float = 10.0
     max_response: int = 64 * 1024
+    revocation_url: str | None = None
 
     def __post_init__(self) -> None:
-        for url in (self.authorize_url, self.token_url, self.userinfo_url, self.jwks_url):
+        for url in (self.authorize_url, self.token_url, self.userinfo_url, self.jwks_url, self.revocation_url):
             if url is not None and not is_secure_url(url):
                 raise ValueError(f"an upstream endpoint must be https (plain http only on a loopback host): {url}")
         if not self.userinfo_url and not self.jwks_url:
@@ -179,6 +182,7 @@ class UpstreamProvider:
         if not all(isinstance(v, str) for v in endpoints.values()):
             raise UpstreamError("server_error", f"{url} lacks an authorization, token or jwks endpoint")
         userinfo = doc.get("userinfo_endpoint")
+        revocation = doc.get("revocation_endpoint")
         methods = doc.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
         token_auth = "client_secret_basic" if "client_secret_basic" in methods else "client_secret_post"
         fields: dict[str, Any] = {
@@ -186,6 +190,7 @@ class UpstreamProvider:
             "token_url": endpoints["token_endpoint"],
             "jwks_url": endpoints["jwks_uri"],
             "userinfo_url": userinfo if isinstance(userinfo, str) else None,
+            "revocation_url": revocation if isinstance(revocation, str) else None,
             "issuer": issuer,
             "client_id": client_id,
             "client_secret": client_secret,
@@ -200,6 +205,17 @@ class UpstreamProvider:
 
     # ------------------------------------------------------------------ exchanges
     async def _post_token(self, form: dict[str, str]) -> dict[str, Any]:
+        status, body = await self._post(self.token_url, form, "the token endpoint")
+        doc = _json_object(body)
+        if doc is None:
+            raise UpstreamError("server_error", f"the token endpoint answered HTTP {status} without JSON")
+        if status != 200 or "error" in doc:  # (GitHub answers its errors with 200)
+            raise UpstreamError(str(doc.get("error", "server_error")), f"the token endpoint refused (HTTP {status})")
+        return doc
+
+    async def _post(self, url: str, form: dict[str, str], what: str) -> tuple[int, bytes]:
+        """A form POSTed to one of the provider's endpoints with the proxy's client authentication, its answer read
+        bounded in size and time."""
         import httpx
 
         headers = {"accept": "application/json", "content-type": "application/x-www-form-urlencoded"}
@@ -210,23 +226,33 @@ class UpstreamProvider:
             form = {**form, "client_id": self.client_id, "client_secret": self.client_secret}
         try:
             async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as http:
-                status, body = await fetch_capped(
+                return await fetch_capped(
                     http,
                     "POST",
-                    self.token_url,
+                    url,
                     self.max_response,
                     deadline=self.timeout,
                     content=urlencode(form).encode(),
                     headers=headers,
                 )
         except (httpx.HTTPError, DocumentTooLarge) as exc:
-            raise UpstreamError("server_error", f"the token endpoint could not be read: {type(exc).__name__}") from None
-        doc = _json_object(body)
-        if doc is None:
-            raise UpstreamError("server_error", f"the token endpoint answered HTTP {status} without JSON")
-        if status != 200 or "error" in doc:  # (GitHub answers its errors with 200)
-            raise UpstreamError(str(doc.get("error", "server_error")), f"the token endpoint refused (HTTP {status})")
-        return doc
+            raise UpstreamError("server_error", f"{what} could not be read: {type(exc).__name__}") from None
+
+    async def revoke(self, tokens: UpstreamTokens) -> bool:
+        """Revoke ``tokens`` at the provider's :attr:`revocation_url` (RFC 7009: the refresh token when there is
+        one, which ends the whole upstream grant, else the access token). Best effort, bounded like every exchange:
+        True when the provider answered 200; False when it refused, failed or has no revocation endpoint."""
+        if not self.revocation_url:
+            return False
+        if tokens.refresh_token:
+            form = {"token": tokens.refresh_token, "token_type_hint": "refresh_token"}
+        else:
+            form = {"token": tokens.access_token, "token_type_hint": "access_token"}
+        try:
+            status, _ = await self._post(self.revocation_url, form, "the revocation endpoint")
+        except UpstreamError:
+            return False
+        return status == 200
 
     async def exchange_code(self, code: str, redirect_uri: str, verifier: str, now: float) -> UpstreamTokens:
         """The provider's tokens for an authorization code of the proxy's login (PKCE ``verifier``)."""

@@ -22,9 +22,11 @@ The flow (MCP security best practices, "Confused Deputy Problem"; MCP authorizat
    cookie must name the same ``state``), exchanges the code (client secret, PKCE verifier), identifies the user
    (a verified ``id_token`` or the userinfo endpoint) and sends the MCP client its own authorization code, as
    ``/authorize`` does without a proxy. The proxy's tokens are audience-bound to the MCP resource as always.
-5. The provider's tokens never reach the client: they stay here, per user and client (at most ``max_tokens``,
-   each for ``token_ttl`` seconds after the login), refreshed with the provider's refresh token when expired.
-   A tool reads them with :meth:`UpstreamLogin.upstream_token` to call the provider's API for the user.
+5. The provider's tokens never reach the client: they stay here, per sign-in (the grant of the proxy's tokens,
+   their ``grant_id``; at most ``max_tokens``, each for ``token_ttl`` seconds after the login), refreshed with the
+   provider's refresh token when expired, dropped (and revoked at the provider) when that grant is revoked. A tool
+   reads them with ``await ctx.upstream_token()`` (or :meth:`UpstreamLogin.upstream_token`) to call the
+   provider's API for the user.
 
 Pending logins and upstream tokens go into the authorization server's storage, sealed (AES-GCM) under a key derived
 from ``secret`` (:mod:`mcpkit.auth.upstream_state`): with a :class:`~mcpkit.auth.redis_storage.RedisAuthStorage`
@@ -58,7 +60,11 @@ from .upstream_state import InMemoryUpstreamState, Sealer, UpstreamStateStorage,
 if TYPE_CHECKING:
     from .verifiers import AccessToken
 
-__all__ = ["ConsentHook", "UpstreamLogin", "UserHook"]
+__all__ = ["MAX_CONSENT_PAGES", "ConsentHook", "UpstreamLogin", "UserHook"]
+
+#: consent pages one browser may have open at once: each has its own CSRF cookie (named by its transaction); past
+#: it the oldest page's cookie is dropped (its form is then refused)
+MAX_CONSENT_PAGES = 5
 
 #: decides, instead of the consent page, whether a client's request may go on to the provider
 ConsentHook = Callable[[AuthorizationRequest], Awaitable[bool]]
@@ -93,6 +99,7 @@ class _Host(Protocol):
         subject: str,
         redirect_uri_given: bool,
         extra: list[tuple[bytes, bytes]] | None = None,
+        family: str | None = None,
     ) -> None: ...
 
 
@@ -298,10 +305,25 @@ class UpstreamLogin:
             (b"content-type", b"text/html; charset=utf-8"),
             (b"content-length", str(len(page)).encode()),
             *_FRAME_HEADERS,
-            self._set_cookie("csrf", pending.csrf, self.pending_ttl),
+            *self._csrf_cookies(scope, txn, pending.csrf),
         ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": page})
+
+    def _csrf_cookies(self, scope: Scope, txn: str, csrf: str) -> list[tuple[bytes, bytes]]:
+        """The CSRF cookie of a new consent page (``csrf-<txn>``, its value ``<issued>.<csrf>``), and expired
+        ones for the oldest pages this browser still has open past :data:`MAX_CONSENT_PAGES`."""
+        prefix = self._cookie("csrf-")
+        open_pages: list[tuple[int, str]] = []
+        for name, value in self._cookies(scope).items():
+            issued, _, _ = value.partition(".")
+            if name.startswith(prefix) and issued.isdigit():
+                open_pages.append((int(issued), name[len(prefix) :]))
+        open_pages.sort()
+        gone = open_pages[: max(0, len(open_pages) - (MAX_CONSENT_PAGES - 1))]
+        cookies = [self._set_cookie("csrf-" + old, "", 0) for _, old in gone]
+        cookies.append(self._set_cookie("csrf-" + txn, f"{time.time_ns()}.{csrf}", self.pending_ttl))
+        return cookies
 
     def _consent_page(self, request: AuthorizationRequest, txn: str, csrf: str) -> str:
         assert request.client is not None
@@ -331,12 +353,12 @@ class UpstreamLogin:
         pending = await self._get_pending(form.get("txn", ""), take=False)
         if pending is None or pending.upstream or pending.expires_at < self.clock():
             raise _OAuthError("invalid_request", "this consent request is unknown, expired or already answered")
-        cookie = self._cookies(scope).get(self._cookie("csrf"), "")
+        cookie = self._cookies(scope).get(self._cookie("csrf-" + form["txn"]), "").partition(".")[2]
         if not (hmac.compare_digest(form.get("csrf", ""), pending.csrf) and hmac.compare_digest(cookie, pending.csrf)):
             raise _OAuthError("invalid_request", "this consent form was not shown to this browser", 403)
         if await self._get_pending(form["txn"], take=True) is None:  # (answered meanwhile, elsewhere)
             raise _OAuthError("invalid_request", "this consent request is unknown, expired or already answered")
-        clear = self._set_cookie("csrf", "", 0)
+        clear = self._set_cookie("csrf-" + form["txn"], "", 0)
         if form.get("action") != "approve":
             await self._fail(send, pending.request, "access_denied", "the user denied the request", [clear])
             return
@@ -405,17 +427,22 @@ class UpstreamLogin:
             await self._fail(send, request, "access_denied", "this user may not use this server", clear)
             return
         assert request.client is not None
-        await self._keep(subject, request.client.client_id, tokens)
-        await self.server._issue_code(send, request, pending.challenge, subject, pending.redirect_uri_given, clear)
+        family = secrets.token_urlsafe(16)  # the grant this sign-in's tokens belong to (their grant_id)
+        await self._keep(family, subject, request.client.client_id, tokens)
+        given = pending.redirect_uri_given
+        await self.server._issue_code(send, request, pending.challenge, subject, given, clear, family=family)
 
     # ------------------------------------------------------------------ upstream tokens
-    async def _keep(self, subject: str, client_id: str, tokens: UpstreamTokens) -> None:
-        key, now = state_key("upstream", subject, client_id), self.clock()
+    async def _keep(self, family: str, subject: str, client_id: str, tokens: UpstreamTokens) -> None:
+        """Keep the upstream tokens of a sign-in, under its grant family (the ``grant_id`` of the proxy's tokens)."""
+        key, now = state_key("upstream", family), self.clock()
         kept_until = now + self.token_ttl
-        record = orjson.dumps({"tokens": dataclasses.asdict(tokens), "kept_until": kept_until})
-        await self._state.put_upstream(key, self._sealer.seal(key, record), kept_until, now, self.max_tokens)
+        record = {"tokens": dataclasses.asdict(tokens), "kept_until": kept_until, "user": [subject, client_id]}
+        sealed = self._sealer.seal(key, orjson.dumps(record))
+        await self._state.put_upstream(key, sealed, kept_until, now, self.max_tokens)
 
-    async def _kept(self, key: str) -> UpstreamTokens | None:
+    async def _kept(self, key: str, user: list[str] | None) -> UpstreamTokens | None:
+        """The upstream tokens kept under ``key``, if still kept (and, ``user`` given, of that subject and client)."""
         sealed = await self._state.get_upstream(key, self.clock())
         data = self._sealer.open(key, sealed) if sealed is not None else None
         if data is None:
@@ -424,7 +451,19 @@ class UpstreamLogin:
         if record["kept_until"] < self.clock():
             await self._state.drop_upstream(key)
             return None
+        if user is not None and record.get("user") != user:
+            return None
         return UpstreamTokens(**record["tokens"])
+
+    async def grant_revoked(self, family: str) -> None:
+        """The proxy revoked the grant ``family`` (a replayed code, a reused refresh token, ``/revoke``): its
+        upstream tokens are forgotten, and revoked at the provider when it has a revocation endpoint (best
+        effort, bounded by the provider's ``timeout``)."""
+        key = state_key("upstream", family)
+        tokens = await self._kept(key, None)
+        await self._state.drop_upstream(key)
+        if tokens is not None:
+            await self.provider.revoke(tokens)
 
     async def upstream_token(self, token: AccessToken | None = None) -> str | None:
         """The provider's access token of the user (and client) the request being served speaks for, refreshed
@@ -436,13 +475,15 @@ class UpstreamLogin:
             token = current_access_token()
         if token is None or token.issuer != self.server.issuer or not token.subject:
             return None
-        subject, client_id = token.subject, token.client_id or ""
-        key = state_key("upstream", subject, client_id)
+        subject, client_id, family = token.subject, token.client_id or "", token.claims.get("grant_id")
+        if not isinstance(family, str):
+            return None
+        key = state_key("upstream", family)
         lock = self._locks.get(key)
         if lock is None:
             lock = self._locks[key] = asyncio.Lock()
         async with lock:  # one refresh at a time per user (in this process)
-            tokens = await self._kept(key)
+            tokens = await self._kept(key, [subject, client_id])
             now = self.clock()
             if tokens is not None and tokens.expires_at is not None and tokens.expires_at - 30 <= now:
                 try:
@@ -450,7 +491,7 @@ class UpstreamLogin:
                 except UpstreamError:
                     await self._state.drop_upstream(key)
                     return None
-                await self._keep(subject, client_id, tokens)
+                await self._keep(family, subject, client_id, tokens)
             return tokens.access_token if tokens is not None else None
 
     # ------------------------------------------------------------------ answers

@@ -389,6 +389,25 @@ class Context:
 
         return [Root.model_validate(r) for r in raw.get("roots") or []]
 
+    async def upstream_token(self) -> str | None:
+        """The upstream identity provider's access token (GitHub's, Google's...) of the user this request speaks
+        for, when the app is served behind an OAuth proxy (``AuthorizationServer(upstream=UpstreamLogin(...),
+        app=...)``): refreshed with the provider's refresh token when expired. It never leaves the server: call the
+        provider's API with it, never return it. None when none is kept for this user (not signed in through the
+        proxy, forgotten past its bounds, its grant revoked, or refused at refresh): the user signs in again.
+
+        Raises RuntimeError when no OAuth proxy serves this request (stdio, or an app not passed as the proxy's
+        ``app=``): that is a deployment mistake, not a user without a token, so it is not hidden as None."""
+        from .request_context import CURRENT_UPSTREAM
+
+        credentials = CURRENT_UPSTREAM.get()
+        if credentials is None:
+            raise RuntimeError(
+                "ctx.upstream_token() needs the app served behind an OAuth proxy: "
+                "AuthorizationServer(upstream=UpstreamLogin(...), app=<this app>)"
+            )
+        return await credentials.upstream_token()
+
     async def read_resource(self, uri: str) -> list[JSONDict]:
         """Read one of this app's resources (the ``contents`` list, wire form), as this request's caller may: a
         resource or template hidden from the caller (``exclude_tags``, ``app.disable``, the per-principal view

@@ -63,6 +63,27 @@ CURRENT_AUTHORIZATION: contextvars.ContextVar[Authorization | None] = contextvar
 )
 
 
+class UpstreamCredentials(Protocol):
+    """The upstream credentials of the caller of a request: what an OAuth proxy
+    (:class:`~mcpkit.auth.upstream_login.UpstreamLogin`) installs with :func:`provide_upstream` for the requests it
+    passes on to its app, and :meth:`~mcpkit.server.context.Context.upstream_token` reads."""
+
+    async def upstream_token(self) -> str | None:
+        """The identity provider's access token of the request's caller; None when none is kept."""
+        ...
+
+
+CURRENT_UPSTREAM: contextvars.ContextVar[UpstreamCredentials | None] = contextvars.ContextVar(
+    "mcpkit_upstream_credentials", default=None
+)
+
+
+def provide_upstream(credentials: UpstreamCredentials | None) -> contextvars.Token[UpstreamCredentials | None]:
+    """Install ``credentials`` for the requests handled from this context. Returns the token for
+    ``CURRENT_UPSTREAM.reset``."""
+    return CURRENT_UPSTREAM.set(credentials)
+
+
 def authorize_as(authz: Authorization | None) -> contextvars.Token[Authorization | None]:
     """Install ``authz`` for the requests dispatched from this context (tasks created from here inherit it).
     Returns the token for ``CURRENT_AUTHORIZATION.reset``."""
