@@ -13,7 +13,16 @@ import orjson
 import pytest
 
 from mcpkit.auth.storage import AuthorizationRequest
-from mcpkit.auth.upstream import UpstreamError, UpstreamIdentity, UpstreamProvider, UpstreamTokens
+from mcpkit.auth.upstream import (
+    UpstreamError,
+    UpstreamIdentity,
+    UpstreamProvider,
+    UpstreamTokens,
+    auth0_issuer,
+    entra_issuer,
+    keycloak_issuer,
+    okta_issuer,
+)
 from support.oauth import serve
 from support.upstream_idp import (
     REDIRECT,
@@ -44,6 +53,59 @@ def test_a_provider_with_an_insecure_or_unusable_configuration_is_refused() -> N
         UpstreamProvider(**base, client_secret="s")
     with pytest.raises(ValueError, match="issuer"):
         UpstreamProvider(**base, client_secret="s", jwks_url="https://idp.example/jwks")
+
+
+def test_the_openid_presets_build_each_vendors_documented_issuer() -> None:
+    """Microsoft Entra ID, Auth0, Keycloak and Okta are thin issuer builders over ``oidc``: the issuer each builds
+    (its discovery document is read from there), and the inputs each refuses."""
+    tenant = "72F988BF-86F1-41AF-91AB-2D7CD011DB47"
+    assert entra_issuer(tenant) == "https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/v2.0"
+    for multi_tenant in ("common", "organizations", "consumers", "contoso.onmicrosoft.com"):
+        with pytest.raises(ValueError, match="directory id"):
+            entra_issuer(multi_tenant)
+    assert auth0_issuer("example.us.auth0.com") == "https://example.us.auth0.com/"
+    assert auth0_issuer("https://login.example.com/") == "https://login.example.com/"
+    assert keycloak_issuer("https://sso.example.com/", "staff") == "https://sso.example.com/realms/staff"
+    assert keycloak_issuer("https://old.example.com/auth", "a b") == "https://old.example.com/auth/realms/a%20b"
+    assert okta_issuer("example.okta.com") == "https://example.okta.com/oauth2/default"
+    assert okta_issuer("example.okta.com", "aus1a2b3") == "https://example.okta.com/oauth2/aus1a2b3"
+    assert okta_issuer("example.okta.com", None) == "https://example.okta.com"
+    for bad in ("example.com/path", "exa mple.com", "", "user@example.com"):
+        with pytest.raises(ValueError, match="host name"):
+            okta_issuer(bad)
+        with pytest.raises(ValueError, match="host name"):
+            auth0_issuer(bad)
+    with pytest.raises(ValueError, match="realm"):
+        keycloak_issuer("https://sso.example.com", "a/b")
+
+
+async def test_a_keycloak_realm_and_an_issuer_spelled_with_a_trailing_slash_are_discovered() -> None:
+    """``keycloak(base_url, realm)`` reads ``<base_url>/realms/<realm>/.well-known/openid-configuration`` (here a
+    real mcpkit authorization server whose issuer has that path). An issuer spelled with a trailing slash in its
+    own document (Auth0's) is kept as spelled: its id_tokens carry that exact ``iss``."""
+    async with serve(lambda base: identity_provider(base + "/realms/staff", lambda: "alice")) as (url, _):
+        provider = await UpstreamProvider.keycloak(url, "staff", "proxy", "secret")
+        assert provider.issuer == url + "/realms/staff" and provider.name == "Keycloak"
+        assert provider.token_url == url + "/realms/staff/token" and provider.openid
+
+    def slash_issuer(base: str) -> Any:
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] != "http":
+                return
+            assert scope["path"] == "/.well-known/openid-configuration"
+            doc = {"issuer": base + "/", "authorization_endpoint": base + "/authorize"}
+            doc.update(token_endpoint=base + "/oauth/token", jwks_uri=base + "/.well-known/jwks.json")
+            await send(
+                {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
+            )
+            await send({"type": "http.response.body", "body": orjson.dumps(doc)})
+
+        return app
+
+    async with serve(slash_issuer) as (url, _):
+        for given in (url, url + "/"):
+            provider = await UpstreamProvider.oidc(given, "proxy", "secret")
+            assert provider.issuer == url + "/"
 
 
 async def test_an_openid_provider_is_configured_from_its_discovery_document() -> None:

@@ -24,9 +24,67 @@ import orjson
 
 from ._util import DocumentTooLarge, fetch_capped, is_secure_url
 
-__all__ = ["UpstreamError", "UpstreamIdentity", "UpstreamProvider", "UpstreamTokens"]
+__all__ = [
+    "UpstreamError",
+    "UpstreamIdentity",
+    "UpstreamProvider",
+    "UpstreamTokens",
+    "auth0_issuer",
+    "entra_issuer",
+    "keycloak_issuer",
+    "okta_issuer",
+]
 
 _ERROR_CODE = re.compile(r"[a-z_]{1,64}")
+_TENANT_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?(?::[0-9]{1,5})?")
+
+
+def _host(domain: str, vendor: str) -> str:
+    domain = domain.strip().removeprefix("https://").rstrip("/")
+    if not _HOST.fullmatch(domain):
+        raise ValueError(f"{vendor}: {domain!r} is not a host name (e.g. 'example.{vendor.lower()}.com')")
+    return domain
+
+
+def entra_issuer(tenant: str) -> str:
+    """Microsoft Entra ID's (Azure AD's) v2.0 issuer of a tenant: ``https://login.microsoftonline.com/<tenant
+    id>/v2.0`` (https://learn.microsoft.com/entra/identity-platform/v2-protocols-oidc, "Find your app's OpenID
+    configuration document URI"). ``tenant`` is the directory (tenant) id, a GUID: the multi-tenant endpoints
+    (``common``, ``organizations``, ``consumers``) and a tenant's domain name publish a document whose ``issuer``
+    is another string (a ``{tenantid}`` template, or the GUID), which OpenID discovery refuses (§4.3)."""
+    if not _TENANT_ID.fullmatch(tenant):
+        raise ValueError(
+            "UpstreamProvider.microsoft needs the tenant's directory id (a GUID, Entra admin center > Overview): "
+            "the 'common', 'organizations' and 'consumers' endpoints and domain names publish another issuer"
+        )
+    return f"https://login.microsoftonline.com/{tenant.lower()}/v2.0"
+
+
+def auth0_issuer(domain: str) -> str:
+    """An Auth0 tenant's issuer: ``https://<domain>/`` (with its trailing slash, as Auth0's discovery document
+    names it; https://auth0.com/docs/get-started/applications/configure-applications-with-oidc-discovery)."""
+    return f"https://{_host(domain, 'Auth0')}/"
+
+
+def keycloak_issuer(base_url: str, realm: str) -> str:
+    """A Keycloak realm's issuer: ``<base_url>/realms/<realm>`` (https://www.keycloak.org/securing-apps/oidc-layers,
+    "Available endpoints"; a server older than Keycloak 17 has ``/auth`` in its ``base_url``)."""
+    if not realm or "/" in realm or realm in (".", ".."):
+        raise ValueError("a Keycloak realm is one path segment")
+    return f"{base_url.rstrip('/')}/realms/{quote(realm, safe='')}"
+
+
+def okta_issuer(domain: str, authorization_server: str | None = "default") -> str:
+    """An Okta issuer: a custom authorization server's ``https://<domain>/oauth2/<authorization_server>`` (the
+    ``default`` one by default), or the org authorization server's ``https://<domain>`` with
+    ``authorization_server=None`` (https://developer.okta.com/docs/concepts/auth-servers/)."""
+    host = _host(domain, "Okta")
+    if authorization_server is None:
+        return f"https://{host}"
+    if not authorization_server or "/" in authorization_server:
+        raise ValueError("an Okta authorization server id is one path segment")
+    return f"https://{host}/oauth2/{quote(authorization_server, safe='')}"
 
 
 class UpstreamError(Exception):
@@ -164,10 +222,10 @@ class UpstreamProvider:
         but on loopback; the document must name the same issuer). ``options`` are the other fields."""
         import httpx
 
-        issuer = issuer.rstrip("/")
-        if not is_secure_url(issuer):
+        base = issuer.rstrip("/")
+        if not is_secure_url(base):
             raise ValueError("the issuer must be an https URL (plain http only on a loopback host)")
-        url = issuer + "/.well-known/openid-configuration"
+        url = base + "/.well-known/openid-configuration"
         try:
             async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as http:
                 status, body = await fetch_capped(http, "GET", url, max_response, deadline=timeout)
@@ -176,8 +234,10 @@ class UpstreamProvider:
         doc = _json_object(body) if status == 200 else None
         if doc is None:
             raise UpstreamError("server_error", f"{url} answered HTTP {status} without a JSON document")
-        if doc.get("issuer") != issuer:
+        named = doc.get("issuer")
+        if not isinstance(named, str) or named.rstrip("/") != base:
             raise UpstreamError("server_error", f"{url} names another issuer")  # (OpenID Discovery §4.3)
+        issuer = named  # as the provider spells it (Auth0's ends with "/"): its id_tokens' iss is that string
         endpoints = {k: doc.get(k) for k in ("authorization_endpoint", "token_endpoint", "jwks_uri")}
         if not all(isinstance(v, str) for v in endpoints.values()):
             raise UpstreamError("server_error", f"{url} lacks an authorization, token or jwks endpoint")
@@ -202,6 +262,50 @@ class UpstreamProvider:
         }
         fields.update(options)
         return cls(**fields)
+
+    @classmethod
+    async def microsoft(
+        cls,
+        tenant: str,
+        client_id: str,
+        client_secret: str,
+        *,
+        scopes: tuple[str, ...] = ("openid", "email", "profile", "offline_access"),
+        **options: Any,
+    ) -> UpstreamProvider:
+        """Microsoft Entra ID (Azure AD) of one tenant, from its discovery document (:func:`entra_issuer`: the
+        tenant's directory id). ``offline_access`` asks for a refresh token."""
+        return await cls.oidc(
+            entra_issuer(tenant), client_id, client_secret, scopes=scopes, **_named(options, "Microsoft")
+        )
+
+    @classmethod
+    async def auth0(cls, domain: str, client_id: str, client_secret: str, **options: Any) -> UpstreamProvider:
+        """An Auth0 tenant (``example.us.auth0.com``, or its custom domain), from its discovery document
+        (:func:`auth0_issuer`). Add ``"offline_access"`` to ``scopes`` for a refresh token."""
+        return await cls.oidc(auth0_issuer(domain), client_id, client_secret, **_named(options, "Auth0"))
+
+    @classmethod
+    async def keycloak(
+        cls, base_url: str, realm: str, client_id: str, client_secret: str, **options: Any
+    ) -> UpstreamProvider:
+        """A Keycloak realm, from its discovery document (:func:`keycloak_issuer`)."""
+        return await cls.oidc(keycloak_issuer(base_url, realm), client_id, client_secret, **_named(options, "Keycloak"))
+
+    @classmethod
+    async def okta(
+        cls,
+        domain: str,
+        client_id: str,
+        client_secret: str,
+        *,
+        authorization_server: str | None = "default",
+        **options: Any,
+    ) -> UpstreamProvider:
+        """An Okta org (``example.okta.com``), from the discovery document of its ``default`` custom
+        authorization server, another one, or (``authorization_server=None``) the org's (:func:`okta_issuer`)."""
+        issuer = okta_issuer(domain, authorization_server)
+        return await cls.oidc(issuer, client_id, client_secret, **_named(options, "Okta"))
 
     # ------------------------------------------------------------------ exchanges
     async def _post_token(self, form: dict[str, str]) -> dict[str, Any]:
@@ -338,3 +442,8 @@ def _tokens(doc: Mapping[str, Any], now: float, old_refresh: str | None) -> Upst
         id_token if isinstance(id_token, str) else None,
         scope if isinstance(scope, str) else None,
     )
+
+
+def _named(options: dict[str, Any], name: str) -> dict[str, Any]:
+    """``options`` with the consent page's name of the provider, unless given."""
+    return {"name": name, **options}
