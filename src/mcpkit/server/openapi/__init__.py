@@ -13,6 +13,9 @@ pass through to the API and are never tool arguments; requests go to the base UR
 ``allowed_origins``) only, each bounded in time and in the size of its answer. See :mod:`.operations`,
 :mod:`.http`, :mod:`.components`, :mod:`.routes`.
 
+An API in the same process (a FastAPI, Starlette or any ASGI app) is served without a socket, its lifespan inside
+the MCP app's: ``MCPKit.from_fastapi(api)``, or ``MCPKit.from_asgi(app, spec)`` (see :mod:`.asgi`).
+
 Importing this package costs nothing: the builder is loaded by :meth:`OpenAPIImport.from_openapi`.
 """
 
@@ -25,12 +28,16 @@ from typing import TYPE_CHECKING, Any, Self
 from ..._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    import httpx
+
+    from .asgi import InProcessTransport
     from .components import OpenAPIResource, OpenAPITemplate, OpenAPITool
     from .document import OpenAPIError, UnsupportedOperation
     from .http import HTTPClient
     from .routes import RESOURCES_FOR_GET, Route
 
 _LAZY = {
+    "InProcessTransport": "asgi",
     "Route": "routes",
     "RESOURCES_FOR_GET": "routes",
     "OpenAPIError": "document",
@@ -60,6 +67,7 @@ class OpenAPIImport:
         uri_base: str | None = None,
         output_schemas: bool = True,
         validate_output: bool = True,
+        forward_headers: Iterable[str] = (),
         **options: Any,
     ) -> Self:
         """An app whose components call the API that ``spec`` (an OpenAPI 3.0 or 3.1 document: a dict, JSON or
@@ -80,6 +88,12 @@ class OpenAPIImport:
             uri_base: the root of resource URIs (default ``openapi://<name>``).
             output_schemas: declare each tool's output schema from its documented success answer.
             validate_output: check JSON answers against that schema (a mismatch is an ``isError`` result).
+            forward_headers: names of headers of the MCP client's HTTP request to send on to the API with each
+                call it makes (``("authorization",)`` for an API that checks the same tokens itself). None by
+                default, and opt in with care: a token the client presented was issued for this MCP server, and
+                the MCP authorization rules forbid passing it through to another service (the confused-deputy
+                problem) unless that service trusts the same tokens, which is yours to know. Over stdio there is
+                no request to take them from. Hop-by-hop headers, ``Host`` and ``Content-Length`` are refused.
             **options: passed to the app's constructor (``version``, ``instructions``, ``include_tags``, ...).
         """
         from .build import populate
@@ -100,9 +114,64 @@ class OpenAPIImport:
             uri_base=uri_base,
             output_schemas=output_schemas,
             validate_output=validate_output,
+            forward_headers=forward_headers,
             document=doc,
         )
         return app
+
+    @classmethod
+    def from_fastapi(cls, api: Any, *, client: httpx.AsyncClient | None = None, **options: Any) -> Self:
+        """An app whose components call ``api`` (a FastAPI app, or any ASGI app with an ``openapi()`` method
+        returning its document) in this process: ``from_asgi(api, api.openapi(), ...)``.
+
+        Args:
+            api: the API app.
+            client, **options: as for :meth:`from_asgi`.
+        """
+        try:
+            document = api.openapi
+        except AttributeError:
+            raise TypeError(
+                f"from_fastapi needs an app with an openapi() method returning its OpenAPI document (a FastAPI "
+                f"app); a {type(api).__name__} has none: give its document to from_asgi(app, spec)"
+            ) from None
+        if not callable(document):
+            raise TypeError(f"from_fastapi: {type(api).__name__}.openapi is not a method returning the document")
+        spec = document()
+        if not isinstance(spec, Mapping):
+            raise TypeError(f"from_fastapi: {type(api).__name__}.openapi() gave a {type(spec).__name__}, not a dict")
+        return cls.from_asgi(api, spec, client=client, **options)
+
+    @classmethod
+    def from_asgi(
+        cls,
+        app: Any,
+        spec: Mapping[str, Any] | str | bytes | os.PathLike[str],
+        *,
+        client: httpx.AsyncClient | None = None,
+        **options: Any,
+    ) -> Self:
+        """An app whose components call the ASGI ``app`` (FastAPI, Starlette, Litestar, ...) that ``spec``
+        describes, in this process: no socket, no port. Requests go to ``app`` through an
+        :class:`~mcpkit.server.openapi.asgi.InProcessTransport` (answers streamed, so ``max_response_bytes``
+        bounds what is read of them), addressed to ``http://asgi.internal`` joined with the document's relative
+        server URL. ``app``'s lifespan runs inside the MCP app's: its startup before the first call (a startup
+        that fails is raised from the MCP server's start), its shutdown when the MCP server stops.
+
+        Args:
+            app: the API app (an ASGI callable).
+            spec: its OpenAPI document, as for :meth:`from_openapi`.
+            client: an ``httpx.AsyncClient`` with headers, auth or cookies of its own for the API; it must be
+                built on this app's transport, ``httpx.AsyncClient(transport=InProcessTransport(app), ...)``
+                (anything else is refused with a ``ValueError``). Default: a plain one.
+            **options: as for :meth:`from_openapi` (``routes``, ``names``, ``timeout``, ``max_response_bytes``,
+                ``forward_headers``, the app's own options...), except ``base_url`` and ``allowed_origins``:
+                every request goes to ``app`` itself.
+        """
+        from .asgi import in_process
+
+        built: Self = in_process(cls, app, spec, client, options)
+        return built
 
 
 if not TYPE_CHECKING:  # (a type checker reads the imports above: a misspelled name is an error there)
@@ -111,6 +180,7 @@ if not TYPE_CHECKING:  # (a type checker reads the imports above: a misspelled n
 
 __all__ = [
     "RESOURCES_FOR_GET",
+    "InProcessTransport",
     "OpenAPIError",
     "OpenAPIImport",
     "OpenAPIResource",

@@ -48,6 +48,7 @@ def populate(
     uri_base: str | None = None,
     output_schemas: bool = True,
     validate_output: bool = True,
+    forward_headers: Iterable[str] = (),
     document: Document | None = None,
 ) -> list[Operation]:
     """Register on ``app`` a component per operation of ``spec`` that the route rules expose; the operations
@@ -61,11 +62,17 @@ def populate(
     except ValueError:
         raise OpenAPIError(f"the base URL {base!r} is not an absolute http(s) URL") from None
     caller = Caller(
-        client, base, allowed_origins=allowed_origins, timeout=timeout, max_response_bytes=max_response_bytes
+        client,
+        base,
+        allowed_origins=allowed_origins,
+        timeout=timeout,
+        max_response_bytes=max_response_bytes,
+        forward_headers=forward_headers,
     )
     reader = Reader(
         doc,
-        client_headers=list(getattr(client, "headers", {}).keys()),
+        # (a forwarded header is set by the MCP request, never by the model, as the client's own are)
+        client_headers=[*getattr(client, "headers", {}).keys(), *(k.decode() for k in caller.forward)],
         client_params=list(getattr(client, "params", {}).keys()),
         client_cookies=list(getattr(client, "cookies", {}).keys()),
         output_schemas=output_schemas,

@@ -21,6 +21,7 @@ from urllib.parse import quote, urlsplit
 import orjson
 
 from ..._aio import read_capped
+from ...hosting import HTTP_REQUEST_HEADERS
 from .operations import FORM_TYPE, Operation, Param, is_json
 
 logger: logging.Logger = logging.getLogger("mcpkit.server.openapi")
@@ -32,6 +33,24 @@ DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 """The largest answer body read from the API (decompressed bytes)."""
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _COOKIE_SAFE = "!#$%&'()*+-./:<=>?@[]^_`{|}~"  # (RFC 6265 cookie-octets; the rest is percent-encoded)
+_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+NEVER_FORWARDED = frozenset(
+    {
+        "connection",
+        "content-length",
+        "host",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+"""Headers ``forward_headers`` refuses: hop-by-hop ones (they describe one connection, not the request), ``Host``
+(the API's is its own) and ``Content-Length`` (the request's body is not the MCP request's)."""
 
 
 class HTTPClient(Protocol):
@@ -119,9 +138,11 @@ class Caller:
         allowed_origins: Iterable[str] = (),
         timeout: float = DEFAULT_TIMEOUT,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        forward_headers: Iterable[str] = (),
     ) -> None:
         if timeout <= 0 or max_response_bytes < 1:
             raise ValueError("timeout and max_response_bytes must be positive")
+        self.forward: frozenset[bytes] = frozenset(n.encode("latin-1") for n in forward_names(forward_headers))
         self.client = client
         self.base_url: str = base_url.rstrip("/")
         self.origins: set[tuple[str, str, int]] = {origin(base_url)} | {origin(o) for o in allowed_origins}
@@ -131,6 +152,8 @@ class Caller:
     async def call(self, op: Operation, arguments: JSONDict) -> Answer:
         """Send ``op`` with ``arguments`` (already checked against its input schema) and read the answer."""
         url, query, headers, body = build_request(op, arguments, self.base_url)
+        if self.forward:
+            self._forwarded(headers)
         if op.accept is not None and self.client.headers.get("accept") in (None, "*/*"):
             headers["Accept"] = op.accept  # (JSON, documented for the answer: a client's own Accept stands)
         request = self.client.build_request(
@@ -147,6 +170,17 @@ class Caller:
                 return await self._exchange(request, op)
         except TimeoutError:
             raise APIError(f"{op.label}: the API did not answer within {self.timeout:g} s") from None
+
+    def _forwarded(self, headers: dict[str, str]) -> None:
+        """Add the ``forward_headers`` of the MCP request being served over HTTP (none over stdio)."""
+        raw = HTTP_REQUEST_HEADERS.get()
+        if raw is None:
+            return
+        for name, value in raw:
+            key = name.lower()
+            if key in self.forward:
+                text, seen = value.decode("latin-1"), headers.get(key.decode("latin-1"))
+                headers[key.decode("latin-1")] = text if seen is None else f"{seen}, {text}"
 
     async def _exchange(self, request: Any, op: Operation) -> Answer:
         try:
@@ -176,6 +210,24 @@ class Caller:
             body=body,
             location=response.headers.get("location"),
         )
+
+
+def forward_names(names: Iterable[str]) -> list[str]:
+    """``forward_headers`` checked: lowercased header names, none of :data:`NEVER_FORWARDED` (a ``ValueError``
+    names what is wrong; a single string is one name)."""
+    out: list[str] = []
+    for name in [names] if isinstance(names, str) else names:
+        key = str(name).strip().lower()
+        if not key or not set(key) <= _TOKEN:
+            raise ValueError(f"forward_headers: {name!r} is not a header name")
+        if key in NEVER_FORWARDED:
+            raise ValueError(
+                f"forward_headers: {name!r} is never forwarded (hop-by-hop headers, Host and Content-Length are the "
+                "MCP request's own)"
+            )
+        if key not in out:
+            out.append(key)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- the request
@@ -296,10 +348,12 @@ def _form_value(value: Any) -> str | list[str]:
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
     "DEFAULT_TIMEOUT",
+    "NEVER_FORWARDED",
     "APIError",
     "Answer",
     "Caller",
     "HTTPClient",
     "build_request",
+    "forward_names",
     "origin",
 ]
