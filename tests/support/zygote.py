@@ -131,6 +131,7 @@ def _child(job: dict[str, object], fds: list[int], closing: list[int]) -> None:
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.set_wakeup_fd(-1)
+        os.setsid()  # its own group, as a server started in a session of its own (nothing of the zygote's reaches it)
         for fd in closing:
             os.close(fd)
         for target, fd in enumerate(fds):
