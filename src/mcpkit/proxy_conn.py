@@ -68,6 +68,7 @@ class _Conn:
         self.inflight: list[ServerRequestContext] = []
         self.leases: list[_Lease] = []  # one at a time, unless the upstream speaks 2026-07-28 (it never asks)
         self.caps: JSONDict | None = None  # the client capabilities it declares upstream (None: all it can)
+        self.watched: frozenset[str] = frozenset()  # (a pooled stdio process) the URIs it is subscribed to
 
     @property
     def lease(self) -> _Lease | None:
@@ -142,7 +143,7 @@ class _Conn:
             outer = prefixed_uri(prefix, uri)
             if self.session is not None and not self.session.closed:
                 await self.session.notify(method, {"uri": outer})
-            elif self.primary:
+            elif self.session is None:  # the primary, or a pooled stdio process (subscribed as the primary is)
                 proxy.offer_listeners(method, {"uri": outer}, uri=outer)
         elif method == "notifications/elicitation/complete" and self.session is not None and params is not None:
             await self.session.notify(method, params)

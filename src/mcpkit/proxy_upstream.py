@@ -548,6 +548,7 @@ class Upstream(UpstreamWatch):
                     self._pool_count -= 1
                     self._pool_free.notify()
                 raise
+            await self.watch_pooled(conn)  # (a stdio process of its own: the updates of what it changes relayed)
         lease = _Lease(conn, sctx)
         conn.leases.append(lease)
         return lease

@@ -1,7 +1,8 @@
 """What a proxy's upstream watches for its clients (:mod:`mcpkit.proxy_upstream`): the list changes relayed from its
-primary connection, the resources it watches there and their updates relayed, and the subscriptions each
-handshake-era client session made on its own upstream session (re-made when that one ends). The base class of
-:class:`~mcpkit.proxy_upstream.Upstream`, which holds the connections these use."""
+primary connection, the resources it watches there (and, on a handshake-era stdio upstream, on each pooled
+process too: a 2026-07-28 client's call runs in one, and so does the change it makes) and their updates relayed, and
+the subscriptions each handshake-era client session made on its own upstream session (re-made when that one ends).
+The base class of :class:`~mcpkit.proxy_upstream.Upstream`, which holds the connections these use."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import weakref
 from collections.abc import Callable
 
 from .client.client import Client
-from .client.targets import Target
+from .client.targets import STDIO, Target
 from .protocol.errors import InvalidRequest, MCPError
-from .proxy_conn import ProxyHost, _Conn
+from .proxy_conn import ProxyHost, _alive, _Conn
 from .server.lowlevel import ServerSession
 from .server.prefixes import prefixed_uri
 
@@ -34,6 +35,7 @@ class UpstreamWatch:
     _resource_watch: asyncio.Task[None] | None
     _rewatching: asyncio.Lock
     _session_subs: weakref.WeakKeyDictionary[ServerSession, set[str]]
+    _all: set[_Conn]
     _lost: Callable[[str], None]
 
     def subscribed(self, session: ServerSession, uri: str, subscribing: bool) -> None:
@@ -92,6 +94,9 @@ class UpstreamWatch:
                 for uri in sorted(removed):
                     with contextlib.suppress(Exception):
                         await client.unsubscribe_resource(uri)
+                for conn in list(self._all):
+                    if self.watches_pool(conn):
+                        await self._watch_on(conn)
                 return
             old, self._resource_watch = self._resource_watch, None
             self.watched = wanted
@@ -108,6 +113,36 @@ class UpstreamWatch:
                     logger.warning("could not watch resources of %s: %s", self.target.description, exc)
             if old is not None:
                 old.cancel()
+
+    def watches_pool(self, conn: _Conn) -> bool:
+        """Whether ``conn`` is a pooled connection to a handshake-era stdio upstream, subscribed to what the primary
+        watches: a stdio target is one process per connection, and a 2026-07-28 client's call runs in a pooled one,
+        so the change it makes (and the update it sends) happens there, not in the primary's process."""
+        return not (self.modern or conn.primary or conn.session is not None) and self.target.kind == STDIO
+
+    async def _watch_on(self, conn: _Conn) -> None:
+        """Subscribe a pooled connection (:meth:`watches_pool`) to the URIs the primary watches, and no others (at
+        most :data:`~mcpkit.proxy_upstream.MAX_WATCHED`); its updates are relayed as the primary's. A failure is
+        logged: that process's updates are then not relayed."""
+        client = conn.client
+        if client is None or not _alive(conn):
+            return
+        wanted = self.watched
+        added, removed = wanted - conn.watched, conn.watched - wanted
+        conn.watched = wanted
+        try:
+            for uri in sorted(added):
+                await client.subscribe_resource(uri)
+            for uri in sorted(removed):
+                await client.unsubscribe_resource(uri)
+        except Exception as exc:
+            logger.warning("could not watch resources on a pooled connection to %s: %s", self.target.description, exc)
+
+    async def watch_pooled(self, conn: _Conn) -> None:
+        """A new pooled connection (:meth:`watches_pool`): subscribed to what the primary watches before it serves."""
+        if self.watched and self.watches_pool(conn):
+            async with self._rewatching:
+                await self._watch_on(conn)
 
     async def _relay_updates(self, client: Client, uris: list[str], opened: asyncio.Future[None]) -> None:
         try:
