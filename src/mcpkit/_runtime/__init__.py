@@ -8,7 +8,8 @@ What the rest of mcpkit asks of the runtime, and nothing else:
   :data:`EAGER`: yield one loop turn first). The server's sync policy (``mcpkit.server.sync_exec.SyncPolicy``)
   is its one caller, and judges what it is told.
 * What a call cost its thread (:mod:`.usage`): :data:`clock`, :func:`thread_usage` (``getrusage``),
-  :func:`run_delay` (the thread's time on the scheduler's run queue, where Linux says), the time of garbage
+  :func:`run_delay` (the thread's time on the scheduler's run queue, where Linux says; :func:`others_delay` and
+  :func:`delay_between`: the same of the process's other threads), the time of garbage
   collections (:data:`gc_time`, counted once :func:`hook_gc` ran).
 * :data:`TICKS` counts the watchdog's wakes (a short GIL wait that overlaps one is not the function's fault);
   :func:`running_guard` / :func:`handoff_for` give the guard of a loop, for diagnostics and tests.
@@ -38,7 +39,7 @@ from .handoff import (
     run_inline,
     running_guard,
 )
-from .usage import Usage, clock, gc_time, hook_gc, run_delay, thread_usage
+from .usage import Usage, clock, delay_between, gc_time, hook_gc, others_delay, run_delay, thread_usage
 from .workers import DEFAULT_WORKER_GRACE, WorkerPool, install_pool, name_work, pool_of
 
 __all__ = [
@@ -53,12 +54,14 @@ __all__ = [
     "Usage",
     "WorkerPool",
     "clock",
+    "delay_between",
     "gc_time",
     "hook_gc",
     "handoff_for",
     "in_eager_step",
     "install_pool",
     "name_work",
+    "others_delay",
     "pool_of",
     "read_in_chunks",
     "run_delay",

@@ -33,8 +33,15 @@ block, though, and for those that cost is pure waste. So every sync function get
   read the thread's CPU time and run-queue time around the call (two system calls more, 10-40 µs), and the next
   of them that runs long is judged by the time it was neither running nor runnable (asleep: on I/O, a lock, the
   GIL): a wait past ``long_ms`` + two switch intervals (or the short ones three times) demotes it, being
-  preempted does not. A suspicion no long call confirms clears after its calls; the next one is twice as long
-  (up to :data:`SUSPECT_CALLS_MAX`), or 1,000 again once a measured call showed the OS to blame. A call with no
+  preempted does not. Nor does waiting for the GIL while the thread holding it is kept off the CPU (a busy
+  machine preempts that thread too, and the call waits for the GIL as long): the suspect calls also read the
+  other Python threads' run-queue time and preemption count (:func:`mcpkit._runtime.others_delay`, two reads
+  per thread before the call, after it only when it ran long; at most 64 threads), and a short wait is judged
+  less all of their run-queue time meanwhile (a thread the call's GIL hand-over woke is waited for while it
+  waits for a CPU), a longer one less that of the threads the OS preempted meanwhile (a thread woken by a
+  timer or I/O waits for a CPU without the GIL: only a preempted one can have held it so long). A suspicion
+  no long call confirms clears after its calls; the next one is twice as long (up to
+  :data:`SUSPECT_CALLS_MAX`), or 1,000 again once a measured call showed the OS to blame. A call with no
   suspicion costs nothing more: the scheduler is read only around a suspect function's calls. A
   learning call that waits or computes longer than ``long_ms`` ends the learning at once (it stays on the
   thread). Functions that take a :class:`~mcpkit.server.context.Context`
@@ -83,8 +90,10 @@ from .._runtime import (
     TICKS,
     LoopHandoff,
     clock,
+    delay_between,
     hook_gc,
     name_work,
+    others_delay,
     run_delay,
     run_inline,
     running_guard,
@@ -158,18 +167,22 @@ def _by_itself(u0: Any, u1: Any, wall: float, long_s: float) -> int:
     return YES if u1.ru_nivcsw == u0.ru_nivcsw else NOT  # never preempted, never waited: it computed
 
 
-def _by_sched(span: tuple[float, float], took: float, own: float, long_s: float) -> int:
-    """:func:`_by_itself` for a call measured exactly (``span``: the thread's CPU seconds and run-queue seconds
-    during the call): YES when it computed past ``long_s`` (outside garbage collection, ``took - own``) or waited
-    past ``long_s`` + two switch intervals, MAYBE for a wait past ``long_s`` only (perhaps for the GIL), NOT when
-    the rest of the time it was preempted."""
-    cpu, queued = span
+def _by_sched(span: tuple[float, float, float, float, float], took: float, own: float, long_s: float) -> int:
+    """:func:`_by_itself` for a call measured exactly (``span``: the call's wall seconds, the thread's CPU seconds
+    and run-queue seconds during it, the other threads' run-queue seconds meanwhile, and those of the ones the OS
+    preempted meanwhile). A wait is the time the thread was neither running nor runnable (asleep: on I/O, a lock,
+    the GIL). YES when it computed past ``long_s`` (outside garbage collection, ``took - own``), or waited past
+    ``long_s`` + two switch intervals beyond the time preempted threads were kept off the CPU (one may have held
+    the GIL meanwhile); MAYBE for a wait past ``long_s`` beyond all the other threads' run-queue time (perhaps for
+    the GIL); NOT otherwise: it was preempted, or it waited for the GIL held by a thread the OS kept off the CPU
+    (or woken to take the GIL over from it) meanwhile."""
+    wall, cpu, queued, woken, preempted = span
     if cpu - (took - own) > long_s:
         return YES
-    waited = took - cpu - queued  # neither running nor runnable: asleep, on I/O, a lock or the GIL
-    if waited > long_s + 2 * sys.getswitchinterval():
-        return YES
-    return MAYBE if waited > long_s else NOT
+    waited = wall - cpu - queued
+    if waited - preempted > long_s + 2 * sys.getswitchinterval():
+        return YES  # longer than another thread can hold the GIL it asked for (unless the OS preempts it)
+    return MAYBE if waited - woken > long_s else NOT
 
 
 def _blocked(u0: Any, u1: Any, wall: float) -> bool:
@@ -246,7 +259,8 @@ class SyncPolicy:
         self._maybe_at = 0.0
         self._suspect = 0  # inline calls still to measure with the scheduler's times (see ran_long)
         self._suspect_window = 0  # the length of the last suspicion (0: none yet)
-        self._span: tuple[float, float] | None = None  # what _watched measured of the call that just ended
+        # what _watched measured of the call that just ended (see _by_sched)
+        self._span: tuple[float, float, float, float, float] | None = None
         self.long_s: float = 0.0
         self._fast_s = 0.0
         self.learn_calls: int = 0
@@ -352,23 +366,28 @@ class SyncPolicy:
         self._call = self.fn
 
     def _watched(self, *args: Any, **kwargs: Any) -> Any:
-        """A suspect function's inline call: the thread's CPU time and run-queue time read around it (for
-        :meth:`ran_long`, which judges the call if it runs long). Once the suspicion has run out unconfirmed, the
-        function is called plainly again."""
+        """A suspect function's inline call: the thread's CPU time and run-queue time read around it, and the other
+        threads' run-queue time (for :meth:`ran_long`, which judges the call if it runs long). Once the suspicion
+        has run out unconfirmed, the function is called plainly again."""
         if self._suspect <= 0:
             self._suspicion_ends()
             return self.fn(*args, **kwargs)
         self._suspect -= 1
         self._span = None
+        o0 = others_delay()
         q0 = run_delay()
         c0 = time.thread_time()
+        t0 = clock()
         try:
             return self.fn(*args, **kwargs)
         finally:
+            t1 = clock()
             c1 = time.thread_time()
             q1 = run_delay()
             if q0 is not None and q1 is not None:
-                self._span = (c1 - c0, q1 - q0)
+                # the others' run-queue time only for a call that ran long (the one that is judged)
+                woken, preempted = delay_between(o0, others_delay(), t1 - t0) if t1 - t0 > self.long_s else (0.0, 0.0)
+                self._span = (t1 - t0, c1 - c0, q1 - q0, woken, preempted)
 
     # ------------------------------------------------------------------ worker thread
 
