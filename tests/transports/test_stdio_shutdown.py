@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from mcpkit.transports.stdio import SAFE_ENV, StdioClientTransport, StdioServer
+from support.paths import TESTS
 
 
 def _alive(pid: int) -> bool:
@@ -221,3 +222,61 @@ async def test_a_connection_full_of_listen_streams_still_reads_its_client_and_en
         assert ack["params"]["notifications"] == {"toolsListChanged": True}
         ended = {m.get("id") for m in await _close_stdin_and_read_to_the_end(proc) if "result" in m}
         assert {f"L{i}" for i in range(1, MAX_LISTENS_PER_CONNECTION)} | {"again"} <= ended
+
+
+async def test_a_program_ending_on_an_error_while_connections_start_neither_hangs_nor_leaves_a_server() -> None:
+    """A user's ``asyncio.run`` ends on an exception while stdio connections start (a sibling task raised): asyncio
+    cancels every task in one sweep. With asyncio's own subprocess transport, a start caught in that sweep together
+    with the task it made to connect its pipes waited forever for the process's end (CPython issues 125502 and
+    133536), so the program never exited; a start cancelled just after the spawn left its server running. Twelve
+    such programs, twelve connections each, the error raised a different number of loop turns in."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*sys.path, str(TESTS)])}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(TESTS / "support" / "cancelled_starts.py"),
+        "12",
+        "12",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=env,
+    )
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), 120)
+    except TimeoutError:
+        proc.kill()
+        out, _ = await proc.communicate()
+        pytest.fail(f"the program hung after: {out.decode()[-2000:]}")
+    lines = out.decode().splitlines()
+    assert lines[-1:] == ["done"], out.decode()[-2000:]
+    assert [line for line in lines if line.startswith("round")] == [
+        f"round {k} ended; children left: 0 []" for k in range(1, 13)
+    ]
+
+
+async def test_a_send_to_a_server_that_stops_reading_waits_and_fails_once_the_server_is_gone() -> None:
+    """The server's stdin is bounded: past the write buffer's high-water mark a send waits for the server to read;
+    when the server goes away instead, the waiting send fails with ConnectionClosed (it does not wait forever)."""
+    from mcpkit.protocol.errors import ConnectionClosed
+    from mcpkit.transports.stdio_lines import WRITE_HIGH_WATER
+
+    t = StdioClientTransport(StdioServer(["sleep", "60"], shutdown_timeout=0.2))
+    await t.start()
+    chunk = b"x" * (256 * 1024)
+    sent = 0
+    sending = asyncio.ensure_future(asyncio.sleep(0))
+    try:
+        while sent <= 4 * WRITE_HIGH_WATER:
+            sending = asyncio.ensure_future(t.send(chunk))
+            done, _ = await asyncio.wait({sending}, timeout=1.0)
+            if not done:
+                break  # (waiting for the server to read)
+            sending.result()
+            sent += len(chunk)
+        assert not sending.done(), f"{sent} bytes went into a pipe nobody reads"
+        assert t.process is not None
+        t.process.kill()
+        with pytest.raises(ConnectionClosed):
+            await asyncio.wait_for(sending, 10)
+        assert await asyncio.wait_for(t.process.wait(), 10) == -9
+    finally:
+        await t.close()

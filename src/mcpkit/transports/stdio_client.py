@@ -10,6 +10,7 @@ import logging
 import os
 import shlex
 import signal
+import subprocess
 import sys
 import time
 from collections import deque
@@ -22,8 +23,12 @@ from ..engine import BaseConnection, Outgoing
 from ..protocol.errors import ConnectionClosed
 from .base import DEFAULT_MAX_MESSAGE_SIZE
 from .stdio_lines import PIPE_READ_SIZE, WRITE_HIGH_WATER, LineReader
+from .stdio_process import ChildProcess, PipeWriter
 
 logger: logging.Logger = logging.getLogger("mcpkit.stdio")
+
+#: How long a cancelled start or close waits for the server it SIGKILLed to be reaped.
+ABANDON_REAP_WAIT = 5.0
 
 #: What a server launched with ``StdioServer(inherit_env=False)`` gets of this process's environment.
 _WINDOWS_ENV = "APPDATA HOMEDRIVE HOMEPATH LOCALAPPDATA PATH PATHEXT PROCESSOR_ARCHITECTURE SYSTEMDRIVE SYSTEMROOT TEMP"
@@ -122,7 +127,9 @@ class StdioClientTransport(BaseConnection):
 
     def __init__(self, server: StdioServer) -> None:
         self.server = server
-        self.process: asyncio.subprocess.Process | None = None
+        self.process: ChildProcess | None = None
+        self._stdin: asyncio.WriteTransport | None = None
+        self._writer: PipeWriter | None = None
         self.stderr_lines: deque[str] = deque(maxlen=server.stderr_lines)
         self._stderr_size = 0  # characters held in stderr_lines
         self._stderr: _StderrReader | None = None
@@ -147,20 +154,23 @@ class StdioClientTransport(BaseConnection):
                 env.pop(k, None)
             else:
                 env[k] = v
-        # The server's stdout and a captured stderr are our own pipes, read by protocols, not asyncio's: asyncio's
-        # Process.wait() returns only once every pipe it made is closed, and a helper the server started (a
-        # launcher's child, a browser) holds them after the server itself has exited.
+        # Every pipe is our own, wrapped by the loop: the server's stdout and a captured stderr are read by
+        # protocols (a helper the server started, a launcher's child or a browser, may hold them after the server
+        # has exited: its exit is not theirs to delay), and the process is reaped by :class:`ChildProcess`, not by
+        # asyncio's subprocess transport, which can hang forever when a start is cancelled (see stdio_process).
         stderr: int | None = None  # "inherit"
         err_r = -1
         if self.server.stderr == "devnull":
-            stderr = asyncio.subprocess.DEVNULL
+            stderr = subprocess.DEVNULL
         elif self.server.stderr != "inherit":
             err_r, stderr = os.pipe()
+        in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
+        ours = [in_w, out_r, *([err_r] if err_r >= 0 else [])]  # our ends, closed here until a transport owns one
         try:
-            self.process = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.PIPE,
+            popen = subprocess.Popen(
+                argv,
+                stdin=in_r,
                 stdout=out_w,
                 stderr=stderr,
                 env=env,
@@ -168,23 +178,47 @@ class StdioClientTransport(BaseConnection):
                 start_new_session=True,  # own process group: close() can signal the whole tree
             )
         except BaseException:
-            os.close(out_r)
-            if err_r >= 0:
-                os.close(err_r)
+            for fd in ours:
+                os.close(fd)
             raise
         finally:
+            os.close(in_r)
             os.close(out_w)
             if err_r >= 0:
                 os.close(stderr)  # type: ignore[arg-type]
         loop = asyncio.get_running_loop()
-        lines = self._lines
-        lines.limit = self.server.max_message_size
-        reading, _ = await loop.connect_read_pipe(lambda: lines, os.fdopen(out_r, "rb", buffering=0))
-        read_in_chunks(reading, PIPE_READ_SIZE)
-        if err_r >= 0:
-            cap = max(1, self.server.stderr_line_bytes)
-            reader = self._stderr = _StderrReader(cap, self._stderr_line, loop.create_future())
-            await loop.connect_read_pipe(lambda: reader, os.fdopen(err_r, "rb", buffering=0))
+        self.process = ChildProcess(popen, loop)
+        try:
+            # (a start cancelled from here on, or failing, ends the server it started: nobody else knows of it)
+            writer = self._writer = PipeWriter()
+            self._stdin, _ = await loop.connect_write_pipe(lambda: writer, os.fdopen(ours.pop(0), "wb", buffering=0))
+            lines = self._lines
+            lines.limit = self.server.max_message_size
+            reading, _ = await loop.connect_read_pipe(lambda: lines, os.fdopen(ours.pop(0), "rb", buffering=0))
+            read_in_chunks(reading, PIPE_READ_SIZE)
+            if err_r >= 0:
+                cap = max(1, self.server.stderr_line_bytes)
+                reader = self._stderr = _StderrReader(cap, self._stderr_line, loop.create_future())
+                await loop.connect_read_pipe(lambda: reader, os.fdopen(ours.pop(0), "rb", buffering=0))
+        except BaseException:
+            for fd in ours:
+                os.close(fd)
+            await self._abandon()
+            raise
+
+    async def _abandon(self) -> None:
+        """A start that did not complete, or a close cancelled part way: SIGKILL the server's group, close what was
+        opened, reap the server (within :data:`ABANDON_REAP_WAIT`; past it, the loop still reaps it when it ends)."""
+        self._closed = True
+        self._signal(signal.SIGKILL)
+        if self._stdin is not None:
+            self._stdin.abort()
+        self._lines.close()
+        if self._stderr is not None:
+            self._stderr.close()
+        assert self.process is not None
+        with contextlib.suppress(Exception, asyncio.CancelledError):  # (cancelled again: it is killed all the same)
+            await asyncio.wait_for(self.process.wait(), ABANDON_REAP_WAIT)
 
     def _stderr_line(self, raw: bytes, dropped: int) -> None:
         text = raw.decode("utf-8", "replace").rstrip("\r")
@@ -212,28 +246,37 @@ class StdioClientTransport(BaseConnection):
         return await self._lines.receive()
 
     async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
-        proc = self.process
-        if self._closed or proc is None or proc.stdin is None or proc.stdin.is_closing():
+        stdin = self._stdin
+        if self._closed or stdin is None or stdin.is_closing():
             raise ConnectionClosed("the server's stdin is closed")
-        proc.stdin.write(data + b"\n")
-        transport = proc.stdin.transport
-        if transport.get_write_buffer_size() > WRITE_HIGH_WATER:  # type: ignore[attr-defined]
+        stdin.write(data + b"\n")
+        if stdin.get_write_buffer_size() > WRITE_HIGH_WATER:
+            assert self._writer is not None
             try:
-                await proc.stdin.drain()
+                await self._writer.drain()
             except (ConnectionResetError, BrokenPipeError) as exc:
                 raise ConnectionClosed(f"the server's stdin is closed: {exc}") from None
 
     async def close(self) -> None:
-        """Close stdin, wait; SIGTERM the process group, wait; SIGKILL; always reap."""
+        """Close stdin, wait; SIGTERM the process group, wait; SIGKILL; always reap. A close cancelled part way
+        (``asyncio.run`` cancelling every task as it ends, a timeout around it) SIGKILLs the group at once."""
         if self._closed:
             return
         self._closed = True
-        proc = self.process
-        if proc is None:
+        if self.process is None:
             return
-        if proc.stdin is not None:
+        try:
+            await self._stop()
+        except BaseException:
+            await self._abandon()
+            raise
+
+    async def _stop(self) -> None:
+        proc = self.process
+        assert proc is not None
+        if self._stdin is not None:
             with contextlib.suppress(Exception):
-                proc.stdin.close()
+                self._stdin.close()
         t = self.server.shutdown_timeout
         if not await self._wait(t):
             self._signal(signal.SIGTERM)
