@@ -236,6 +236,15 @@ HTTP_REQUEST_HEADERS: contextvars.ContextVar[Sequence[tuple[bytes, bytes]] | Non
     "mcpkit_http_request_headers", default=None
 )
 
+#: The host of the peer that sent the HTTP request (or opened the WebSocket) carrying the request being served:
+#: ASGI's ``scope["client"][0]``, which uvicorn takes from ``X-Forwarded-For`` only when the connection comes from a
+#: trusted balancer (``--forwarded-allow-ips``). Set by the HTTP app around each ASGI call, like
+#: :data:`HTTP_REQUEST_HEADERS`; None elsewhere (stdio, in-process) and when the server does not know it (a Unix
+#: socket). ``RateLimit`` keys anonymous HTTP callers by it.
+HTTP_CLIENT_ADDRESS: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "mcpkit_http_client_address", default=None
+)
+
 
 class RequestHeaders(Mapping[str, str]):
     """The headers of an HTTP request, read-only: names are case-insensitive (``headers["Authorization"]`` and
@@ -340,6 +349,7 @@ def check_key_ring(keys: Iterable[bytes], *, source: str = "key ring") -> list[b
 
 
 __all__ = [
+    "HTTP_CLIENT_ADDRESS",
     "HTTP_REQUEST_HEADERS",
     "MAX_KEYS",
     "MIN_KEY_BYTES",

@@ -11,6 +11,7 @@ import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 
 from mcpkit import Client, MCPKit
@@ -246,6 +247,50 @@ async def test_principals_have_buckets_of_their_own(mode: str) -> None:
             await alice.call_tool("hit", {})
         async with Client(url, mode=mode, headers={"X-User": "bob"}) as bob:
             assert (await bob.call_tool("hit", {})).text == "hit"
+
+
+def _limited(rate: float, burst: float) -> MCPKit:
+    app = MCPKit("limited")
+    app.add_middleware(RateLimit(rate, burst=burst, costs={"tools/list": 0}))  # (the client lists before it calls)
+    app.tool(lambda: "hit", name="hit")
+    return app
+
+
+async def _hits(client: Client, tries: int) -> int:
+    """How many of ``tries`` calls the rate limit let through (the others refused with -32010)."""
+    ok = 0
+    for _ in range(tries):
+        try:
+            await client.call_tool("hit", {})
+            ok += 1
+        except MCPError as exc:
+            assert exc.code == RateLimited.code, exc
+    return ok
+
+
+@ERA
+async def test_anonymous_http_callers_share_one_bucket_per_address_however_many_sessions_they_open(mode: str) -> None:
+    """Without a principal, each new handshake-era session had a fresh bucket: five sessions got five times the
+    burst. Anonymous HTTP callers are now keyed by their address (the ASGI client address), in every era; another
+    address (127.0.0.2, loopback too) has its own bucket."""
+    async with serve_http(_limited(0.1, 2)) as url, contextlib.AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(Client(url, mode=mode)) for _ in range(5)]
+        assert sum([await _hits(client, 2) for client in clients]) == 2
+        other = httpx.AsyncClient(
+            transport=httpx.AsyncHTTPTransport(local_address="127.0.0.2"), timeout=httpx.Timeout(30.0, read=None)
+        )
+        stack.push_async_callback(other.aclose)
+        elsewhere = await stack.enter_async_context(Client(url, mode=mode, transport_options={"client": other}))
+        assert await _hits(elsewhere, 3) == 2
+
+
+@ERA
+async def test_anonymous_in_process_connections_keep_a_bucket_each(mode: str) -> None:
+    """No address over stdio or in process: each connection (its handshake-era session) has its own bucket."""
+    app = _limited(0.1, 2)
+    async with Client(app, mode=mode) as one, Client(app, mode=mode) as two:
+        assert await _hits(one, 3) == 2
+        assert await _hits(two, 3) == 2
 
 
 async def test_the_in_memory_buckets_are_bounded() -> None:

@@ -4,8 +4,10 @@ Each caller has a bucket of ``burst`` tokens refilled at ``rate`` tokens a secon
 (1 by default, per method with ``costs=``). A request that finds too few is refused with :class:`RateLimited`
 (code -32010, ``data.retryAfterMs``), before its handler runs; the session goes on.
 
-Who the caller is: ``key(call)`` when given, else the principal (the installed authorization's), else the
-handshake-era session, else one bucket shared by every anonymous stateless request. The buckets live in this
+Who the caller is: ``key(call)`` when given, else the principal (the installed authorization's), else, over HTTP,
+the client's address (every session and stateless request of one address shares its bucket: a caller cannot get
+a fresh bucket by opening another session), else the connection (stdio, in process: its handshake-era session),
+else one bucket shared by every other anonymous request. The buckets live in this
 process (:class:`MemoryBuckets`, at most ``max_keys`` callers, least recently used dropped: a dropped caller
 starts again with a full bucket) or, for several workers, in Redis
 (:class:`mcpkit.stores.redis.ratelimit.RedisBuckets`: one bucket per caller for every worker, each key expiring
@@ -21,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
+from ...hosting import HTTP_CLIENT_ADDRESS
 from ...protocol.errors import MCPError
 from ..interceptors import Call, CallNext
 from .base import Middleware, principal_label, session_label
@@ -78,11 +81,21 @@ class MemoryBuckets:
         return (cost - bucket[0]) / rate
 
 
+def client_address(call: Call) -> str | None:
+    """The host of the HTTP peer that sent ``call`` (the ASGI client address: behind a balancer, the address it
+    forwards when its addresses are trusted, ``--forwarded-allow-ips``); None over stdio and in process."""
+    return HTTP_CLIENT_ADDRESS.get()
+
+
 def default_key(call: Call) -> str:
-    """The caller: ``p:<digest of the principal>``, else ``s:<session label>``, else ``anonymous``."""
+    """The caller: ``p:<digest of the principal>``, else ``a:<client address>`` over HTTP, else ``s:<session
+    label>`` (stdio, in process: one bucket per connection), else ``anonymous``."""
     principal = call.principal
     if principal is not None:
         return "p:" + principal_label(principal)
+    address = HTTP_CLIENT_ADDRESS.get()
+    if address is not None:
+        return "a:" + address
     session = session_label(call)
     return "s:" + session if session is not None else "anonymous"
 
@@ -158,5 +171,6 @@ __all__ = [
     "MemoryBuckets",
     "RateLimit",
     "RateLimited",
+    "client_address",
     "default_key",
 ]
