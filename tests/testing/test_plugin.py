@@ -356,6 +356,60 @@ def test_a_leaked_task_fails_the_test_in_teardown_unless_the_check_is_off(projec
     off.assert_outcomes(passed=1)
 
 
+def test_a_child_process_a_tool_leaves_behind_is_named_then_ended(project: pytest.Pytester) -> None:
+    """The leak check named a process a tool started and left running, but left it running: it outlived the test
+    run. It is now ended after the report (SIGTERM, then SIGKILL), on memory and over HTTP, and still named."""
+    project.makepyfile(
+        spawner=textwrap.dedent(
+            """
+            import subprocess
+
+            from mcpkit import MCPKit
+
+            app = MCPKit("spawner")
+
+
+            @app.tool
+            def spawn() -> int:
+                \"\"\"Start a helper and forget it.\"\"\"
+                return subprocess.Popen(["sleep", "60"]).pid
+            """
+        ),
+        test_user_spawn=textwrap.dedent(
+            """
+            import pytest
+
+            @pytest.mark.mcp(server="spawner.py:app")
+            async def test_spawn(mcp_client, mcp_transport):
+                pid = (await mcp_client.call_tool("spawn")).data
+                with open(f"pid-{mcp_transport}", "w") as fh:
+                    fh.write(str(pid))
+            """
+        ),
+    )
+    result = run(project, "--mcp-transports=memory,http", "--mcp-eras=modern")
+    result.assert_outcomes(passed=2, errors=2)
+    for transport in ("memory", "http"):
+        pid = int((project.path / f"pid-{transport}").read_text())
+        result.stdout.fnmatch_lines(
+            [
+                "*left behind:*",
+                f"*child process {pid} running: sleep 60*",
+                "*the child processes were ended after this check: SIGTERM, then SIGKILL after 1 s*",
+            ]
+        )
+        assert not _alive(pid), f"the leaked process {pid} outlived the run"
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not count: it has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
 def test_the_requirement_report_records_each_test_with_its_ids(project: pytest.Pytester) -> None:
     project.makepyfile(
         test_user_reqs=textwrap.dedent(

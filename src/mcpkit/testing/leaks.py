@@ -21,10 +21,13 @@ the default executor's threads without a limit).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
+import signal
+import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -201,9 +204,11 @@ class LeakProbe:
         threads = sorted(describe(fn) for fn in running if not any(fn is before for before in self.calls))
         return Leaks(sorted(tasks), processes, listening_ports() - self.ports, threads)
 
-    async def assert_clean(self, timeout: float = 5.0) -> None:
+    async def assert_clean(self, timeout: float = 5.0, *, end_processes: bool = True) -> None:
         """Wait up to ``timeout`` seconds for what is still ending (a task's last step, a process being reaped),
-        then raise ``AssertionError`` naming each task, process and port left since the picture."""
+        then raise ``AssertionError`` naming each task, process and port left since the picture. The child
+        processes it names are ended first (unless ``end_processes=False``): SIGTERM, then SIGKILL after
+        :data:`END_GRACE` seconds, and reaped, so none outlives the test run."""
         __tracebackhide__ = True  # (pytest shows the test's line, not this one)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -212,14 +217,62 @@ class LeakProbe:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.1)
         if found:
-            raise AssertionError("left behind:\n" + str(found))
+            if end_processes and found.processes:
+                for pause in _ending(found.processes):
+                    await asyncio.sleep(pause)
+            raise AssertionError(_report(found, end_processes))
 
-    def assert_clean_now(self) -> None:
-        """As :meth:`assert_clean`, without waiting (outside an event loop)."""
+    def assert_clean_now(self, *, end_processes: bool = True) -> None:
+        """As :meth:`assert_clean`, without waiting for what is ending (outside an event loop)."""
         __tracebackhide__ = True  # (pytest shows the test's line, not this one)
         found = self.leaks()
         if found:
-            raise AssertionError("left behind:\n" + str(found))
+            if end_processes and found.processes:
+                for pause in _ending(found.processes):
+                    time.sleep(pause)
+            raise AssertionError(_report(found, end_processes))
 
 
-__all__ = ["LeakProbe", "Leaks", "child_processes", "listening_ports", "running_functions"]
+END_GRACE = 1.0
+"""Seconds a leaked child process has to end after the leak check's SIGTERM, before its SIGKILL."""
+
+
+def _report(found: Leaks, ended: bool) -> str:
+    text = "left behind:\n" + str(found)
+    if ended and found.processes:
+        text += f"\n(the child processes were ended after this check: SIGTERM, then SIGKILL after {END_GRACE:g} s)"
+    return text
+
+
+def _gone(pid: int) -> bool:
+    """Reap ``pid`` if it has ended; True once it is no child of ours any more."""
+    try:
+        reaped, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return reaped == pid
+
+
+def _signal(pid: int, sig: int) -> None:
+    """``sig`` to the process, and to its process group when it leads one of its own (what it started goes too);
+    never to the test run's own group."""
+    with contextlib.suppress(OSError):
+        if os.getpgid(pid) == pid != os.getpgid(0):
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
+
+
+def _ending(pids: Iterable[int]) -> Iterator[float]:
+    """End the child processes ``pids``: SIGTERM, up to :data:`END_GRACE` seconds for them to end, then SIGKILL
+    and as long again; each is reaped. Yields the pauses between looks, for the caller to sleep (async or not)."""
+    left = [pid for pid in pids if not _gone(pid)]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in left:
+            _signal(pid, sig)
+        deadline = time.monotonic() + END_GRACE
+        while (left := [pid for pid in left if not _gone(pid)]) and time.monotonic() < deadline:
+            yield 0.02
+
+
+__all__ = ["END_GRACE", "LeakProbe", "Leaks", "child_processes", "listening_ports", "running_functions"]
