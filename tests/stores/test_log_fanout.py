@@ -16,11 +16,10 @@ import pytest
 
 from mcpkit.stores.log import SharedFanout, position_order
 from mcpkit.stores.log_fanout import LogFanout
+from support.fanout_recorder import recording
 from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
 from support.redis_server import redis_cluster_url, redis_url  # noqa: F401  (the session fixtures)
 from support.tcp_proxy import TcpProxy
-
-from .test_redis_fanout import Recorder
 
 
 @dataclass
@@ -72,18 +71,11 @@ def backend(request: pytest.FixtureRequest) -> Backend:
     return Backend(request.param, request.getfixturevalue(_URLS[request.param]))
 
 
-async def _started(fanout: LogFanout[Any]) -> Recorder:
-    recorder = Recorder()
-    fanout.bind(recorder)
-    await fanout.start()
-    return recorder
-
-
 @_backends("redis", "cluster", "postgres")
 async def test_every_worker_delivers_every_event_once_in_one_order(backend: Backend) -> None:
     async with backend.fanouts([backend.url] * 3, backend.prefix()) as (a, b, c):
         assert isinstance(a, SharedFanout)
-        recorders = [await _started(f) for f in (a, b, c)]
+        recorders = [await recording(f) for f in (a, b, c)]
         assert len({a.worker, b.worker, c.worker}) == 3 and all(f.worker > 0 for f in (a, b, c))
         assert a.running  # the publisher delivers its own events from the log too: one order for all
 
@@ -114,8 +106,8 @@ async def test_a_worker_cut_off_catches_up_in_order(backend: Backend) -> None:
             backend.fanouts([backend.url], prefix) as (a,),
             backend.fanouts([backend.via(proxy.port)], prefix, timeout=1.0) as (b,),
         ):
-            await _started(a)
-            rb = await _started(b)
+            await recording(a)
+            rb = await recording(b)
             await a.publish("list_changed", "tools")
             await rb.until(1, timeout=10)
             proxy.cut()  # B loses the store (its connections; PostgreSQL: its LISTEN too); A goes on publishing

@@ -15,41 +15,13 @@ from typing import Any
 
 import pytest
 
-from mcpkit.stores.log import LOG_POSITION, position_order, worker_of
+from mcpkit.stores.log import position_order, worker_of
 from mcpkit.stores.redis import RedisConnection, RedisEventStore, RedisFanout, RedisSessionStore, StoreUnavailable
+from support.fanout_recorder import Recorder, recording
 from support.redis_server import redis_cluster_url, redis_url  # noqa: F401  (the session fixtures)
 from support.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.redis
-
-
-class Recorder:
-    """A FanoutTarget that records what a fan-out delivers, with the log position of each."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str, str | None]] = []
-        self.missed = 0
-        self.changed = asyncio.Event()
-
-    async def deliver_list_changed(self, kind: str) -> None:
-        self.events.append(("list_changed", kind, LOG_POSITION.get()))
-        self.changed.set()
-
-    async def deliver_resource_updated(self, uri: str) -> None:
-        self.events.append(("resource_updated", uri, LOG_POSITION.get()))
-        self.changed.set()
-
-    async def deliver_missed(self) -> None:
-        self.missed += 1
-        self.changed.set()
-
-    async def until(self, count: int, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while len(self.events) < count:
-            assert time.monotonic() < deadline, f"{len(self.events)} of {count} events: {self.events[-5:]}"
-            self.changed.clear()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.changed.wait(), 0.2)
 
 
 @pytest.fixture(params=["redis", "cluster"])
@@ -69,18 +41,11 @@ async def fanouts(url: str, n: int, *, cluster: bool = False, **options: Any) ->
             await fanout.aclose()
 
 
-async def _started(fanout: RedisFanout) -> Recorder:
-    recorder = Recorder()
-    fanout.bind(recorder)
-    await fanout.start()
-    return recorder
-
-
 async def test_request_ids_name_the_worker_that_waits_for_the_answer(url_and_cluster: tuple[str, bool]) -> None:
     url, cluster = url_and_cluster
     async with fanouts(url, 2, cluster=cluster) as (a, b):
-        await _started(a)
-        await _started(b)
+        await recording(a)
+        await recording(b)
         got: list[Any] = []
         arrived = asyncio.Event()
 
@@ -111,10 +76,10 @@ async def test_a_worker_never_takes_the_number_of_a_live_worker_when_redis_lost_
     # SSE stream numbers would be shared by two processes)
     url, cluster = url_and_cluster
     async with fanouts(url, 3, cluster=cluster) as (a, b, c):
-        await _started(a)
-        await _started(b)
+        await recording(a)
+        await recording(b)
         await a.conn.client.unlink(a._seq_key)  # what a restart without persistence loses
-        await _started(c)
+        await recording(c)
         assert c.worker not in (a.worker, b.worker)
         arrived = asyncio.Event()
         got: list[Any] = []
@@ -134,8 +99,8 @@ async def test_session_messages_are_logged_for_whichever_worker_holds_the_stream
 ) -> None:
     url, cluster = url_and_cluster
     async with fanouts(url, 2, cluster=cluster) as (a, b):
-        await _started(a)
-        await _started(b)
+        await recording(a)
+        await recording(b)
         seen: list[Any] = []
         b.on_session_event(lambda e: _append(seen, e))
         before = b.position
@@ -170,8 +135,8 @@ async def test_a_worker_cut_off_past_the_log_bound_tells_its_clients_to_look_aga
             fanouts(f"redis://127.0.0.1:{proxy.port}/0", 1, max_log=100) as (b,),
         ):
             b.conn.keys, b.log_key, b._seq_key = a.conn.keys, a.log_key, a._seq_key
-            await _started(a)
-            rb = await _started(b)
+            await recording(a)
+            rb = await recording(b)
             proxy.cut()
             await asyncio.sleep(0.3)
             for i in range(600):  # far past the ~100 entries the log keeps
@@ -199,8 +164,8 @@ async def test_publish_without_redis_tells_this_workers_clients_now_and_the_othe
             fanouts(f"redis://127.0.0.1:{proxy.port}/0", 1, timeout=0.3) as (b,),
         ):
             b.conn.keys, b.log_key, b._seq_key = a.conn.keys, a.log_key, a._seq_key
-            ra = await _started(a)
-            rb = await _started(b)
+            ra = await recording(a)
+            rb = await recording(b)
             proxy.cut()
             started = time.monotonic()
             await b.publish("list_changed", "prompts")  # the log is unreachable: B's clients are told at once
@@ -462,8 +427,8 @@ async def test_one_sessions_keys_share_a_cluster_slot(redis_cluster_url: str) ->
 
 async def test_inboxes_and_session_messages_are_bounded_and_expire(redis_url: str) -> None:  # noqa: F811
     async with fanouts(redis_url, 2, max_inbox=100, max_messages_per_session=100, message_ttl=30) as (a, b):
-        await _started(a)
-        await _started(b)
+        await recording(a)
+        await recording(b)
         a._event_listeners.clear()  # (nobody reads A's inbox messages: only the bound keeps it small)
         for i in range(1000):
             assert await b.forward(a.worker, "s", f"answer {i}".encode())
@@ -485,8 +450,8 @@ async def test_the_outbox_of_events_waiting_for_the_log_is_bounded(redis_url: st
             fanouts(f"redis://127.0.0.1:{proxy.port}/0", 1, timeout=0.3, max_unsent=3) as (b,),
         ):
             b.conn.keys, b.log_key, b._seq_key = a.conn.keys, a.log_key, a._seq_key
-            ra = await _started(a)
-            await _started(b)
+            ra = await recording(a)
+            await recording(b)
             proxy.cut()
             for i in range(5):  # two more than the outbox keeps
                 await b.publish("resource_updated", f"mcpkit://r/{i}")
@@ -506,7 +471,7 @@ async def test_a_stalled_log_is_noticed_within_a_block_and_a_timeout(redis_url: 
     port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
     with TcpProxy(port) as proxy:
         async with fanouts(f"redis://127.0.0.1:{proxy.port}/0", 1, timeout=0.3) as (b,):
-            await _started(b)
+            await recording(b)
             assert await b.check() is None
             proxy.stall()
             started = time.monotonic()
@@ -550,8 +515,8 @@ async def test_a_worker_that_stops_logs_what_waited_on_its_way_out(redis_url: st
     with TcpProxy(port) as proxy:
         async with fanouts(redis_url, 1) as (a,):
             b = RedisFanout(f"redis://127.0.0.1:{proxy.port}/0", prefix=a.conn.prefix, timeout=0.3)
-            ra = await _started(a)
-            await _started(b)
+            ra = await recording(a)
+            await recording(b)
             proxy.cut()
             await b.publish("list_changed", "tools")  # waits in B's outbox
             assert len(b._unsent) == 1
