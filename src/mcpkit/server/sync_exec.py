@@ -39,7 +39,9 @@ block, though, and for those that cost is pure waste. So every sync function get
   per thread before the call, after it only when it ran long; at most 64 threads), and a short wait is judged
   less all of their run-queue time meanwhile (a thread the call's GIL hand-over woke is waited for while it
   waits for a CPU), a longer one less that of the threads the OS preempted meanwhile (a thread woken by a
-  timer or I/O waits for a CPU without the GIL: only a preempted one can have held it so long). A suspicion
+  timer or I/O waits for a CPU without the GIL: only a preempted one can have held it so long), or less all of
+  theirs when the call's own thread was preempted (holding the GIL: a thread that asked for it meanwhile is then
+  handed the GIL, and waited for until it gets a CPU). A suspicion
   no long call confirms clears after its calls; the next one is twice as long (up to
   :data:`SUSPECT_CALLS_MAX`), or 1,000 again once a measured call showed the OS to blame. A call with no
   suspicion costs nothing more: the scheduler is read only around a suspect function's calls. A
@@ -169,13 +171,14 @@ def _by_itself(u0: Any, u1: Any, wall: float, long_s: float) -> int:
 
 def _by_sched(span: tuple[float, float, float, float, float], took: float, own: float, long_s: float) -> int:
     """:func:`_by_itself` for a call measured exactly (``span``: the call's wall seconds, the thread's CPU seconds
-    and run-queue seconds during it, the other threads' run-queue seconds meanwhile, and those of the ones the OS
-    preempted meanwhile). A wait is the time the thread was neither running nor runnable (asleep: on I/O, a lock,
-    the GIL). YES when it computed past ``long_s`` (outside garbage collection, ``took - own``), or waited past
-    ``long_s`` + two switch intervals beyond the time preempted threads were kept off the CPU (one may have held
-    the GIL meanwhile); MAYBE for a wait past ``long_s`` beyond all the other threads' run-queue time (perhaps for
-    the GIL); NOT otherwise: it was preempted, or it waited for the GIL held by a thread the OS kept off the CPU
-    (or woken to take the GIL over from it) meanwhile."""
+    and run-queue seconds during it, the other threads' run-queue seconds meanwhile, and those of the ones that may
+    have held the GIL meanwhile). A wait is the time the thread was neither running nor runnable (asleep: on I/O,
+    a lock, the GIL). YES when it computed past ``long_s`` (outside garbage collection, ``took - own``), or waited
+    past ``long_s`` + two switch intervals beyond the time the threads that may have held the GIL were kept off
+    the CPU (those the OS preempted; all of them when the call's own thread was preempted too, as it then held
+    the GIL long enough for a thread to ask for it and be waited for); MAYBE for a wait past ``long_s`` beyond
+    all the other threads' run-queue time (perhaps for the GIL); NOT otherwise: it was preempted, or it waited for
+    the GIL held by a thread the OS kept off the CPU (or woken to take the GIL over from it) meanwhile."""
     wall, cpu, queued, woken, preempted = span
     if cpu - (took - own) > long_s:
         return YES
@@ -376,6 +379,7 @@ class SyncPolicy:
         self._span = None
         o0 = others_delay()
         q0 = run_delay()
+        u0 = thread_usage()
         c0 = time.thread_time()
         t0 = clock()
         try:
@@ -383,10 +387,15 @@ class SyncPolicy:
         finally:
             t1 = clock()
             c1 = time.thread_time()
+            u1 = thread_usage()
             q1 = run_delay()
             if q0 is not None and q1 is not None:
                 # the others' run-queue time only for a call that ran long (the one that is judged)
                 woken, preempted = delay_between(o0, others_delay(), t1 - t0) if t1 - t0 > self.long_s else (0.0, 0.0)
+                if u1.ru_nivcsw != u0.ru_nivcsw:
+                    # preempted itself while it held the GIL: a thread that asked for the GIL meanwhile made it
+                    # give the GIL up when it ran again, and wait until that thread, woken, got a CPU
+                    preempted = woken
                 self._span = (t1 - t0, c1 - c0, q1 - q0, woken, preempted)
 
     # ------------------------------------------------------------------ worker thread
