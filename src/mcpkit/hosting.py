@@ -228,22 +228,30 @@ class HostedServer(FanoutTarget, Protocol):
         ...
 
 
-#: The raw headers of the HTTP request (or WebSocket upgrade) that carried the request being served, as ASGI gives
-#: them (lowercase byte names, byte values), set by the HTTP app (``mcpkit.transports.http.create_app``) around each
-#: ASGI call; None elsewhere (stdio, in-process). Tasks a handler starts inherit it. Read it through
-#: ``ctx.headers`` (:class:`RequestHeaders`).
-HTTP_REQUEST_HEADERS: contextvars.ContextVar[Sequence[tuple[bytes, bytes]] | None] = contextvars.ContextVar(
-    "mcpkit_http_request_headers", default=None
+#: The ASGI scope of the HTTP request (or WebSocket upgrade) that carried the request being served, set by the HTTP
+#: app (``mcpkit.transports.http.create_app``) around each ASGI call, one set per call whatever reads it; None
+#: elsewhere (stdio, in-process). Tasks a handler starts inherit it. Read it through :func:`http_request_headers`
+#: (``ctx.headers``: :class:`RequestHeaders`) and :func:`http_client_address`.
+HTTP_REQUEST_SCOPE: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar(
+    "mcpkit_http_request_scope", default=None
 )
 
-#: The host of the peer that sent the HTTP request (or opened the WebSocket) carrying the request being served:
-#: ASGI's ``scope["client"][0]``, which uvicorn takes from ``X-Forwarded-For`` only when the connection comes from a
-#: trusted balancer (``--forwarded-allow-ips``). Set by the HTTP app around each ASGI call, like
-#: :data:`HTTP_REQUEST_HEADERS`; None elsewhere (stdio, in-process) and when the server does not know it (a Unix
-#: socket). ``RateLimit`` keys anonymous HTTP callers by it.
-HTTP_CLIENT_ADDRESS: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "mcpkit_http_client_address", default=None
-)
+
+def http_request_headers() -> Sequence[tuple[bytes, bytes]] | None:
+    """The raw headers of the HTTP request being served, as ASGI gives them (lowercase byte names, byte values);
+    None outside HTTP."""
+    scope = HTTP_REQUEST_SCOPE.get()
+    return None if scope is None else scope.get("headers")
+
+
+def http_client_address() -> str | None:
+    """The host of the peer that sent the HTTP request being served (or opened the WebSocket): ASGI's
+    ``scope["client"][0]``, which uvicorn takes from ``X-Forwarded-For`` only when the connection comes from a
+    trusted balancer (``--forwarded-allow-ips``); None outside HTTP and when the server does not know it (a Unix
+    socket). ``RateLimit`` keys anonymous HTTP callers by it."""
+    scope = HTTP_REQUEST_SCOPE.get()
+    peer = None if scope is None else scope.get("client")
+    return str(peer[0]) if peer else None
 
 
 class RequestHeaders(Mapping[str, str]):
@@ -349,8 +357,9 @@ def check_key_ring(keys: Iterable[bytes], *, source: str = "key ring") -> list[b
 
 
 __all__ = [
-    "HTTP_CLIENT_ADDRESS",
-    "HTTP_REQUEST_HEADERS",
+    "HTTP_REQUEST_SCOPE",
+    "http_client_address",
+    "http_request_headers",
     "MAX_KEYS",
     "MIN_KEY_BYTES",
     "Fanout",

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, overload
 
-from ..hosting import HTTP_REQUEST_HEADERS, RequestHeaders
+from ..hosting import RequestHeaders, http_request_headers
 from ..protocol.errors import CapabilityNotSupported
 from ..protocol.versions import LogLevel
 from .content import dump_model
@@ -158,7 +158,7 @@ class Context:
         """The headers of the HTTP request that carried this request (the WebSocket upgrade's over WebSocket), read-
         only and case-insensitive (``ctx.headers.get("x-tenant")``); None over stdio and in-process. They include
         ``Authorization`` when the client sent one: never echo them to the model."""
-        raw = HTTP_REQUEST_HEADERS.get()
+        raw = http_request_headers()
         return RequestHeaders(raw) if raw is not None else None
 
     @property

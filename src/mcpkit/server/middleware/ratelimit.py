@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from ...hosting import HTTP_CLIENT_ADDRESS
+from ...hosting import http_client_address
 from ...protocol.errors import MCPError
 from ..interceptors import Call, CallNext
 from .base import Middleware, principal_label, session_label
@@ -84,7 +84,7 @@ class MemoryBuckets:
 def client_address(call: Call) -> str | None:
     """The host of the HTTP peer that sent ``call`` (the ASGI client address: behind a balancer, the address it
     forwards when its addresses are trusted, ``--forwarded-allow-ips``); None over stdio and in process."""
-    return HTTP_CLIENT_ADDRESS.get()
+    return http_client_address()
 
 
 def default_key(call: Call) -> str:
@@ -93,7 +93,7 @@ def default_key(call: Call) -> str:
     principal = call.principal
     if principal is not None:
         return "p:" + principal_label(principal)
-    address = HTTP_CLIENT_ADDRESS.get()
+    address = http_client_address()
     if address is not None:
         return "a:" + address
     session = session_label(call)

@@ -21,7 +21,7 @@ from urllib.parse import quote, urlsplit
 import orjson
 
 from ..._aio import read_capped
-from ...hosting import HTTP_REQUEST_HEADERS
+from ...hosting import http_request_headers
 from .operations import FORM_TYPE, Operation, Param, is_json
 
 logger: logging.Logger = logging.getLogger("mcpkit.server.openapi")
@@ -173,7 +173,7 @@ class Caller:
 
     def _forwarded(self, headers: dict[str, str]) -> None:
         """Add the ``forward_headers`` of the MCP request being served over HTTP (none over stdio)."""
-        raw = HTTP_REQUEST_HEADERS.get()
+        raw = http_request_headers()
         if raw is None:
             return
         for name, value in raw:

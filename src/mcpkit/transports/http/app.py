@@ -14,7 +14,7 @@ import orjson
 
 from ..._asgi import ASGIApp, AsksAuthorization, MakesInnerRequests, Receive, Scope, Send, lifespan
 from ..._options import check_options
-from ...hosting import HTTP_CLIENT_ADDRESS, HTTP_REQUEST_HEADERS
+from ...hosting import HTTP_REQUEST_SCOPE
 from ...stores.config import ScaleConfig
 from ...stores.log import SharedFanout
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
@@ -218,14 +218,11 @@ class MCPApp:
             )
             await send({"type": "http.response.body", "body": body})
             return
-        token = HTTP_REQUEST_HEADERS.set(scope.get("headers"))  # (ctx.headers reads it; nothing is copied here)
-        peer = scope.get("client")
-        address = HTTP_CLIENT_ADDRESS.set(str(peer[0]) if peer else None)  # (RateLimit's key of anonymous callers)
+        token = HTTP_REQUEST_SCOPE.set(scope)  # (ctx.headers and RateLimit read it; nothing is copied here)
         try:
             await app(scope, receive, send)
         finally:
-            HTTP_CLIENT_ADDRESS.reset(address)
-            HTTP_REQUEST_HEADERS.reset(token)
+            HTTP_REQUEST_SCOPE.reset(token)
 
     async def aclose(self) -> None:
         for close in self._closers:
