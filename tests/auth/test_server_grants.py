@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import jwt
 import pytest
 
 from mcpkit.auth import AuthorizationServer, RedisAuthStorage, SigningKey
-from mcpkit.auth._util import pkce_pair
 from mcpkit.auth.dpop import make_proof
-from support.oauth import REDIRECT, serve
+from support.oauth import code_grant, register, serve
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 
 
@@ -29,31 +27,12 @@ async def test_a_refresh_with_the_wrong_dpop_key_never_fails_a_concurrent_refres
         return AuthorizationServer(base, auto_approve=True, dpop=True, storage=storage)
 
     async with serve(make) as (base, _), httpx.AsyncClient(follow_redirects=False) as http:
-        reg = await http.post(
-            base + "/register", json={"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}
-        )
-        cid = reg.json()["client_id"]
+        cid = (await register(http, base))["client_id"]
         key, other = SigningKey.generate(), SigningKey.generate()
 
         async def bound_refresh_token() -> str:
-            verifier, challenge = pkce_pair()
-            query = {
-                "response_type": "code",
-                "client_id": cid,
-                "redirect_uri": REDIRECT,
-                "code_challenge": challenge,
-                "code_challenge_method": "S256",
-            }
-            location = (await http.get(base + "/authorize", params=query)).headers["location"]
-            form = {
-                "grant_type": "authorization_code",
-                "code": dict(parse_qsl(urlsplit(location).query))["code"],
-                "code_verifier": verifier,
-                "client_id": cid,
-                "redirect_uri": REDIRECT,
-            }
             proof = make_proof(key, "POST", base + "/token")
-            return str((await http.post(base + "/token", data=form, headers={"dpop": proof})).json()["refresh_token"])
+            return str((await code_grant(http, base, cid, headers={"dpop": proof})).json()["refresh_token"])
 
         async def refresh_with(proof_key: SigningKey, token: str) -> httpx.Response:
             data = {"grant_type": "refresh_token", "refresh_token": token, "client_id": cid}
@@ -83,32 +62,11 @@ async def test_a_refused_wider_refresh_never_fails_a_concurrent_refresh_by_the_s
         return AuthorizationServer(base, auto_approve=True, scopes_supported=["read", "write"], storage=storage)
 
     async with serve(make) as (base, _), httpx.AsyncClient(follow_redirects=False) as http:
-        reg = await http.post(
-            base + "/register", json={"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}
-        )
-        cid = reg.json()["client_id"]
+        cid = (await register(http, base))["client_id"]
 
         async def refresh_token() -> str:
-            verifier, challenge = pkce_pair()
-            query = {
-                "response_type": "code",
-                "client_id": cid,
-                "redirect_uri": REDIRECT,
-                "code_challenge": challenge,
-                "code_challenge_method": "S256",
-                "scope": "read",
-                "resource": base + "/mcp",
-            }
-            location = (await http.get(base + "/authorize", params=query)).headers["location"]
-            form = {
-                "grant_type": "authorization_code",
-                "code": dict(parse_qsl(urlsplit(location).query))["code"],
-                "code_verifier": verifier,
-                "client_id": cid,
-                "redirect_uri": REDIRECT,
-                "resource": base + "/mcp",
-            }
-            answer = await http.post(base + "/token", data=form)
+            resource = {"resource": base + "/mcp"}
+            answer = await code_grant(http, base, cid, query={"scope": "read", **resource}, form=resource)
             assert answer.status_code == 200, answer.text
             return str(answer.json()["refresh_token"])
 
@@ -158,34 +116,10 @@ async def test_an_openid_grant_answers_an_id_token_for_the_client_with_the_reque
         assert meta["id_token_signing_alg_values_supported"] == ["ES256"]
         assert {"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce"} <= set(meta["claims_supported"])
         keys = jwt.PyJWKSet.from_dict((await http.get(meta["jwks_uri"])).json())
-        reg = await http.post(
-            base + "/register", json={"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}
-        )
-        cid = reg.json()["client_id"]
+        cid = (await register(http, base))["client_id"]
 
         async def authorize(scope: str, **extra: str) -> httpx.Response:
-            verifier, challenge = pkce_pair()
-            query = {
-                "response_type": "code",
-                "client_id": cid,
-                "redirect_uri": REDIRECT,
-                "code_challenge": challenge,
-                "code_challenge_method": "S256",
-                "scope": scope,
-                **extra,
-            }
-            location = (await http.get(base + "/authorize", params=query)).headers["location"]
-            got = dict(parse_qsl(urlsplit(location).query))
-            if "code" not in got:
-                return httpx.Response(400, json=got)
-            form = {
-                "grant_type": "authorization_code",
-                "code": got["code"],
-                "code_verifier": verifier,
-                "client_id": cid,
-                "redirect_uri": REDIRECT,
-            }
-            return await http.post(base + "/token", data=form)
+            return await code_grant(http, base, cid, query={"scope": scope, **extra})
 
         def checked(id_token: str) -> dict[str, object]:
             header = jwt.get_unverified_header(id_token)
@@ -244,29 +178,11 @@ async def test_a_client_revokes_its_grant_at_the_revocation_endpoint_and_never_a
         assert meta["revocation_endpoint"] == base + "/revoke"
         clients = []
         for _ in range(2):
-            reg = await http.post(
-                base + "/register",
-                json={"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "client_secret_basic"},
-            )
-            clients.append((reg.json()["client_id"], reg.json()["client_secret"]))
+            reg = await register(http, base, "client_secret_basic")
+            clients.append((reg["client_id"], reg["client_secret"]))
 
         async def grant(client: tuple[str, str]) -> dict[str, str]:
-            verifier, challenge = pkce_pair()
-            query = {
-                "response_type": "code",
-                "client_id": client[0],
-                "redirect_uri": REDIRECT,
-                "code_challenge": challenge,
-                "code_challenge_method": "S256",
-            }
-            location = (await http.get(base + "/authorize", params=query)).headers["location"]
-            form = {
-                "grant_type": "authorization_code",
-                "code": dict(parse_qsl(urlsplit(location).query))["code"],
-                "code_verifier": verifier,
-                "redirect_uri": REDIRECT,
-            }
-            answer = await http.post(base + "/token", data=form, auth=client)
+            answer = await code_grant(http, base, client[0], auth=client)
             assert answer.status_code == 200, answer.text
             return dict(answer.json())
 

@@ -8,7 +8,9 @@ import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
+import httpx
 import jwt
 
 from mcpkit import MCPKit
@@ -20,6 +22,7 @@ from mcpkit.auth import (
     current_access_token,
     protect,
 )
+from mcpkit.auth._util import pkce_pair
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.transports.http import create_app
 from mcpkit.transports.http.streamable_client import StreamableHTTPClientTransport
@@ -129,6 +132,52 @@ async def stack(
         async with serve(make_rs) as (rs_base, rs_log):
             holder.update(as_url=as_url, as_log=as_log, mcp_url=rs_base + "/mcp", rs_base=rs_base, rs_log=rs_log)
             yield holder
+
+
+async def register(http: httpx.AsyncClient, base: str, auth_method: str = "none") -> dict[str, Any]:
+    """Register a client redirecting to :data:`REDIRECT` at the authorization server ``base``; its registration."""
+    answer = await http.post(
+        base + "/register", json={"redirect_uris": [REDIRECT], "token_endpoint_auth_method": auth_method}
+    )
+    assert answer.status_code == 201, answer.text
+    return dict(answer.json())
+
+
+async def code_grant(
+    http: httpx.AsyncClient,
+    base: str,
+    client_id: str,
+    *,
+    query: dict[str, str] | None = None,
+    form: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
+    auth: tuple[str, str] | None = None,
+) -> httpx.Response:
+    """The authorization code grant with PKCE at an auto-approving server: ``/authorize`` (with ``query`` added),
+    then ``/token`` (with ``form`` added; ``client_id`` in the form unless ``auth`` is the client's secret pair).
+    An authorization refused in the redirect is answered as a 400 carrying the redirect's parameters."""
+    verifier, challenge = pkce_pair()
+    params = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": REDIRECT,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        **(query or {}),
+    }
+    location = (await http.get(base + "/authorize", params=params)).headers["location"]
+    got = dict(parse_qsl(urlsplit(location).query))
+    if "code" not in got:
+        return httpx.Response(400, json=got)
+    data = {
+        "grant_type": "authorization_code",
+        "code": got["code"],
+        "code_verifier": verifier,
+        "redirect_uri": REDIRECT,
+        **({} if auth else {"client_id": client_id}),
+        **(form or {}),
+    }
+    return await http.post(base + "/token", data=data, headers=headers, auth=auth)
 
 
 def oauth(url: str, **kw: Any) -> tuple[OAuthClient, HeadlessBrowser]:
