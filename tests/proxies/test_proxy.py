@@ -317,6 +317,26 @@ def _kill_upstreams(pids: Path) -> set[int]:
     return killed
 
 
+def _proxy_of_an_upstream_that_can_go_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, upstream_mode: str, max_delay: float
+) -> tuple[Any, Path, Path]:
+    """A proxy of the ticking app (2 reconnect attempts, backing off from 0.05 s to ``max_delay``), whose servers
+    leave their ids in the directory ``pids`` and refuse to start while the file ``down`` exists: the proxy, down,
+    pids."""
+    down, pids = tmp_path / "down", tmp_path / "pids"
+    pids.mkdir()
+    monkeypatch.setenv("TOOLKIT_PID_DIR", str(pids))
+    monkeypatch.setenv("TOOLKIT_REFUSE_IF", str(down))
+    app = mcpkit.proxy(
+        _upstream("ticking"),
+        client_options={"mode": upstream_mode},
+        reconnect_attempts=2,
+        reconnect_delay=0.05,
+        reconnect_max_delay=max_delay,
+    )
+    return app, down, pids
+
+
 @pytest.mark.parametrize("mode", ERAS)
 @pytest.mark.parametrize("upstream_mode", ["handshake", "modern"])
 @pytest.mark.parametrize("front", ["stdio", "http"])
@@ -345,18 +365,7 @@ async def test_while_the_upstream_cannot_be_reached_requests_are_refused_at_once
     error saying so (no hang); the proxy tries again a bounded number of times, backing off, then more slowly in the
     background, and a request past that round makes it try at once: once the server starts again, requests and
     listeners are served."""
-    down = tmp_path / "down"
-    pids = tmp_path / "pids"
-    pids.mkdir()
-    monkeypatch.setenv("TOOLKIT_PID_DIR", str(pids))
-    monkeypatch.setenv("TOOLKIT_REFUSE_IF", str(down))
-    app = mcpkit.proxy(
-        _upstream("ticking"),
-        client_options={"mode": upstream_mode},
-        reconnect_attempts=2,
-        reconnect_delay=0.05,
-        reconnect_max_delay=0.1,
-    )
+    app, down, pids = _proxy_of_an_upstream_that_can_go_down(tmp_path, monkeypatch, upstream_mode, max_delay=0.1)
     async with (
         serve_http(app) as url,
         Client(url, mode="modern") as client,
@@ -391,17 +400,7 @@ async def test_a_client_that_only_listens_hears_the_upstream_again_when_it_is_ba
     """The upstream stays down past the proxy's round of ``reconnect_attempts``: the proxy keeps trying in the
     background, so a client that sends no request (it only listens) hears the new server's resource updates once
     it is back. Before, the round gave up and only a request started a new one: the listener heard nothing."""
-    down, pids = tmp_path / "down", tmp_path / "pids"
-    pids.mkdir()
-    monkeypatch.setenv("TOOLKIT_PID_DIR", str(pids))
-    monkeypatch.setenv("TOOLKIT_REFUSE_IF", str(down))
-    app = mcpkit.proxy(
-        _upstream("ticking"),
-        client_options={"mode": upstream_mode},
-        reconnect_attempts=2,
-        reconnect_delay=0.05,
-        reconnect_max_delay=0.2,
-    )
+    app, down, pids = _proxy_of_an_upstream_that_can_go_down(tmp_path, monkeypatch, upstream_mode, max_delay=0.2)
     caplog.set_level(logging.WARNING, "mcpkit.proxy")
     async with serve_http(app) as url, Client(url, mode=mode) as client:
         await client.call_tool("process", {})

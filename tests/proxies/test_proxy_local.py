@@ -13,7 +13,7 @@ import pytest
 
 import mcpkit
 from mcpkit import Client
-from support.toolkit import APPS_FILE, ERAS
+from support.toolkit import APPS_FILE, ERAS, tool_calls
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -46,14 +46,7 @@ async def test_a_proxys_own_tools_resources_and_prompts_are_served_first_beside_
     p.add_tool(lambda: "one more", name="own2")
     p.add_resource("data://clash", "the proxy's clash data")
     p.add_prompt(lambda: "the proxy's prompt", name="own_prompt")
-    called: list[str] = []
-
-    async def record(call: Any, call_next: Any) -> Any:
-        if call.method == "tools/call":
-            called.append(call.params["name"])
-        return await call_next(call)
-
-    p.add_interceptor(record)
+    called = tool_calls(p)
     with caplog.at_level(logging.WARNING, logger="mcpkit.proxy"):
         async with Client(p, mode=mode) as client:
             pages = await _pages(client, "tools/list", "tools")

@@ -16,7 +16,7 @@ import mcpkit
 import mcpkit.proxy_search as proxy_search
 from mcpkit import Client
 from mcpkit.protocol.errors import MCPError
-from support.toolkit import APPS_FILE, ERAS, build, serve_http
+from support.toolkit import APPS_FILE, ERAS, build, serve_http, tool_calls
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -52,14 +52,7 @@ async def test_tool_search_on_a_proxy_finds_and_calls_the_upstreams_tools_and_li
 
     p.add_tool(lambda: "the proxy's clash", name="clash")
     p.add_tool_search(always_visible=["up3"])
-    called: list[str] = []
-
-    async def record(call: Any, call_next: Any) -> Any:
-        if call.method == "tools/call":
-            called.append(call.params["name"])
-        return await call_next(call)
-
-    p.add_interceptor(record)
+    called = tool_calls(p)
     async with Client(p, mode=mode) as client:
         assert [t.name for t in await client.list_tools()] == ["search_tools", "call_tool", "up3"]
         assert _names(await _search(client, "up1")) == ["up1"]

@@ -74,6 +74,20 @@ class UserHeader:
             CURRENT_AUTHORIZATION.reset(token)
 
 
+def tool_calls(app: Any) -> list[str]:
+    """The names of the tools called on ``app`` (a server or proxy), in order: an interceptor of ``app`` adds
+    each one as the call comes in."""
+    called: list[str] = []
+
+    async def record(call: Any, call_next: Any) -> Any:
+        if call.method == "tools/call":
+            called.append(call.params["name"])
+        return await call_next(call)
+
+    app.add_interceptor(record)
+    return called
+
+
 @contextlib.asynccontextmanager
 async def serve_http(app: Any, rule: Any = None) -> AsyncIterator[str]:
     """Serve ``app`` over Streamable HTTP on 127.0.0.1 (with the ``X-User`` stand-in); yields the endpoint URL."""
