@@ -581,6 +581,8 @@ def markdown(result: dict[str, Any]) -> str:
     w(".bench-venv/bin/python bench/uvicorn_inproc.py --instructions floor_asgi mcpkit_def")
     w("# why two HTTP servers differ: loop turns, tasks, GC, context switches, server/helper/client CPU per call:")
     w(".bench-venv/bin/python bench/loopstats.py --counts floor=floor_asgi.py mcpkit=mcpkit_def.py")
+    w("# whether runs that differ are noise: each run's ratio to the floor against what repetition noise gives:")
+    w("python bench/spread.py --contender mcpkit-def --cases http_seq,http_c32 --target 0.9")
     w("```")
     w("")
     w(
