@@ -45,7 +45,7 @@ class ProxyHost(Protocol):
 
 #: the handshake-era request whose upstream request is answering an input round (2026-07-28 upstream: the round is
 #: answered inside the request's own task, so the request is known without guessing)
-_ASKING: contextvars.ContextVar[ServerRequestContext | None] = contextvars.ContextVar(
+ASKING: contextvars.ContextVar[ServerRequestContext | None] = contextvars.ContextVar(
     "mcpkit_proxy_asking", default=None
 )
 
@@ -89,7 +89,7 @@ class _Conn:
             raise MCPError(f"{method}: the client of the proxy has disconnected") from None
 
     async def _ask(self, method: str, params: JSONDict) -> JSONDict:
-        asking = _ASKING.get()
+        asking = ASKING.get()
         if asking is not None:  # an input round of a 2026-07-28 upstream, for a handshake-era client's request
             return await asking.ask(method, params)
         lease = self.lease

@@ -2,7 +2,8 @@
 serves it (a gateway's prefixes), and the resources its clients watch (``resources/subscribe``, the URIs of
 ``subscriptions/listen`` streams, at most :data:`~mcpkit.proxy_upstream.MAX_WATCHED` per upstream) with the roots
 changes relayed (a resource the proxy serves itself is watched as any server's: its own subscriptions and
-updates); in :class:`ClientWatches`, the base class of :class:`~mcpkit.proxies.ProxyServer`."""
+updates); in :class:`ClientWatches`, the base class of :class:`~mcpkit.proxies.ProxyServer` (on its own,
+:class:`~mcpkit.proxy_forward.Forwarding`: one request forwarded upstream)."""
 
 from __future__ import annotations
 
@@ -11,25 +12,21 @@ from typing import Any
 
 from .protocol.errors import InvalidParams, InvalidRequest, MCPError, UnknownName
 from .protocol.jsonrpc import JSONDict
+from .proxy_forward import Forwarding
 from .proxy_local import owns_uri
 from .proxy_shaping import shape_result, upstream_params
 from .proxy_upstream import MAX_WATCHED, Upstream
-from .server.app import MCPKit
 from .server.builtins import _BUILTINS
 from .server.lowlevel import ServerRequestContext, ServerSession
 from .server.prefixes import unprefixed_uri
 
 
-class ClientWatches(MCPKit):
+class ClientWatches(Forwarding):
     """Routing and the clients' watches of a :class:`~mcpkit.proxies.ProxyServer` (its base class; the attributes
     below are the proxy's, set by its constructor)."""
 
     upstreams: list[Upstream]
     _listening: dict[object, dict[Upstream, set[str]]]  # listen streams' URIs on 2026-07-28 upstreams
-
-    async def _forward(self, sctx: ServerRequestContext, upstream: Upstream, method: str, params: JSONDict) -> JSONDict:
-        """One request upstream for ``sctx`` (the proxy's: :meth:`ProxyServer._forward`)."""
-        raise NotImplementedError
 
     # ------------------------------------------------------------------ routing
 

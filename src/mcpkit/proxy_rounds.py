@@ -119,13 +119,13 @@ class ProgressRelay:
             self.task.cancel()
 
 
-class _Exchange:
+class Exchange:
     """An upstream request of a 2026-07-28 client, suspended while its client answers input requests."""
 
     def __init__(self, lease: _Lease, task: asyncio.Task[JSONDict], relay: ProgressRelay | None) -> None:
-        self.lease = lease
-        self.relay = relay
-        self.task = task
+        self.lease: _Lease = lease
+        self.relay: ProgressRelay | None = relay
+        self.task: asyncio.Task[JSONDict] = task
         self.pending: dict[str, asyncio.Future[JSONDict]] = {}
         self.expiry: asyncio.TimerHandle | None = None
 

@@ -128,7 +128,7 @@ class Upstream(UpstreamWatch):
                 try:
                     await self.connect()
                 except Exception as exc:
-                    self.down = f"not reached yet: {_one_line(exc)}"
+                    self.down = f"not reached yet: {one_line(exc)}"
                     logger.debug("gateway member %r: attempt %d: %s", self.prefix, attempt, self.down)
                 else:
                     self.down = None
@@ -211,7 +211,7 @@ class Upstream(UpstreamWatch):
                 try:
                     await self._replace_primary()
                 except Exception as exc:
-                    self.down = f"could not connect again: {_one_line(exc)}"
+                    self.down = f"could not connect again: {one_line(exc)}"
                     if attempt >= attempts:
                         self.down += f" ({attempts} attempts in a row failed)"
                     if attempt < attempts:
@@ -589,7 +589,7 @@ class Upstream(UpstreamWatch):
         self._pool_count = 0
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     """An error's text on one log line (a stdio server's start error carries the lines of its stderr)."""
     return " / ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
 

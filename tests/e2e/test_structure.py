@@ -515,7 +515,7 @@ def test_one_asgi_lifespan_answerer() -> None:
 _ABOVE_SERVER = ("mcpkit.transports", "mcpkit.client", "mcpkit.stores", "mcpkit.auth", "mcpkit.cli", "mcpkit.check")
 _ABOVE_SERVER += ("mcpkit.inspector", "mcpkit.proxies", "mcpkit.proxy_upstream", "mcpkit.proxy_conn")
 _ABOVE_SERVER += ("mcpkit.proxy_rounds", "mcpkit.proxy_shaping", "mcpkit.proxy_skills", "mcpkit.proxy_watch")
-_ABOVE_SERVER += ("mcpkit.proxy_listen", "mcpkit.proxy_local", "mcpkit.proxy_search")
+_ABOVE_SERVER += ("mcpkit.proxy_listen", "mcpkit.proxy_local", "mcpkit.proxy_search", "mcpkit.proxy_forward")
 _ABOVE_SERVER += ("mcpkit.telemetry", "mcpkit.run")
 
 
@@ -654,6 +654,7 @@ _LAYERS: tuple[tuple[str, ...], ...] = (
         "proxies",
         "proxy_upstream",
         "proxy_conn",
+        "proxy_forward",
         "proxy_listen",
         "proxy_local",
         "proxy_rounds",
