@@ -18,7 +18,7 @@ import pytest
 
 from mcpkit import Client, MCPKit
 from mcpkit.client.targets import ServerStartError
-from mcpkit.server.openapi import InProcessTransport
+from mcpkit.server.openapi import InProcessTransport, asgi
 from mcpkit.server.openapi.asgi import SHUTDOWN_GRACE, STREAM_CHUNKS
 from mcpkit.server.openapi.http import NEVER_FORWARDED
 from support.asgi import serve_asgi
@@ -180,6 +180,48 @@ async def test_an_endless_answer_stops_at_the_bound_and_the_api_is_stopped() -> 
         await asyncio.sleep(0.2)
         assert api.state.stream["chunks"] == made
         assert not (await client.call_tool("getItem", {"item_id": 1})).is_error  # the session goes on
+
+
+async def _welcomed(api: Any, count: int) -> list[str]:
+    """``api.state.welcomed`` once it holds ``count`` entries (or after 10 s)."""
+    for _ in range(200):
+        if len(api.state.welcomed) >= count:
+            break
+        await asyncio.sleep(0.05)
+    return list(api.state.welcomed)
+
+
+async def test_the_work_an_api_does_after_its_answer_runs_to_its_end_and_shutdown_waits_for_it() -> None:
+    """FastAPI's background tasks run after the answer is sent, in the same ASGI call. The in-process transport
+    cancelled that call as soon as the answer was read, so the work silently never happened."""
+    api = asgi_api.build_api()
+    async with Client(MCPKit.from_fastapi(api)) as client:
+        result = await client.call_tool("signup", {"user": "bob"})
+        assert not result.is_error and result.structured == {"user": "bob"}
+        assert await _welcomed(api, 1) == ["bob"]
+        slow = await client.call_tool("signup", {"user": "eve", "delay": 1.0})  # answered before the work ends
+        assert not slow.is_error and api.state.welcomed == ["bob"]
+    assert api.state.welcomed == ["bob", "eve"]  # the server's stop waited for it (within the grace)
+    assert api.state.events == ["startup", "shutdown"]
+
+
+async def test_work_after_the_answer_is_bounded_in_count_and_cancelled_at_shutdown_after_the_grace(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(asgi, "BACKGROUND_LIMIT", 2)
+    monkeypatch.setattr(asgi, "SHUTDOWN_GRACE", 0.5)
+    api = asgi_api.build_api()
+    async with Client(MCPKit.from_fastapi(api)) as client:
+        for user in ("ann", "ben", "cat"):
+            result = await client.call_tool("signup", {"user": user, "delay": 3600})
+            assert not result.is_error  # the answers all arrive
+        assert await _welcomed(api, 1) == ["cancelled cat"]  # past the bound, the newest work is cancelled
+        assert "already running after their answers" in caplog.text
+        started = asyncio.get_running_loop().time()
+    took = asyncio.get_running_loop().time() - started
+    assert sorted(api.state.welcomed) == ["cancelled ann", "cancelled ben", "cancelled cat"]
+    assert took < 0.5 * 2 + 10  # (the grace for the work, then the lifespan's own)
+    assert api.state.events == ["startup", "shutdown"]
 
 
 async def test_an_exception_in_the_api_is_a_500_result_and_the_session_goes_on() -> None:

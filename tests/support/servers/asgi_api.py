@@ -4,6 +4,8 @@ Its lifespan appends ``"startup"`` and ``"shutdown"`` to ``events`` (and to the 
 a server in a subprocess) and yields the state ``{"greeting": "hello"}``, which requests read back. ``/stream`` is an
 endless answer: ``app.state.stream`` counts the chunks it made and says whether it was stopped. ``/me`` checks the
 ``Authorization`` header itself (an API that trusts the same tokens as the MCP server, for ``forward_headers``).
+``/signup/{user}`` answers at once and welcomes the user in the background (FastAPI's ``BackgroundTasks``) after
+``delay`` seconds: ``app.state.welcomed`` lists the users welcomed, and ``"cancelled <user>"`` for work cancelled.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Header, HTTPException, Query, Request
+from fastapi import BackgroundTasks, FastAPI, Header, HTTPException, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
@@ -55,6 +57,8 @@ def build_api(
     stream: dict[str, Any] = {"chunks": 0, "stopped": False}
     app.state.stream = stream
     app.state.events = log
+    welcomed: list[str] = []
+    app.state.welcomed = welcomed
 
     @app.get("/items/{item_id}", operation_id="getItem")
     def get_item(item_id: int, currency: Annotated[str, Query()] = "EUR") -> dict[str, Any]:
@@ -77,6 +81,19 @@ def build_api(
         if authorization != SHARED_TOKEN:
             raise HTTPException(401, "a valid bearer token is needed")
         return {"user": "alice"}
+
+    @app.post("/signup/{user}", operation_id="signup")
+    def signup(user: str, background: BackgroundTasks, delay: float = 0.05) -> dict[str, str]:
+        async def welcome() -> None:
+            try:
+                await asyncio.sleep(delay)  # (work after the answer, as a mail sent in the background)
+            except asyncio.CancelledError:
+                welcomed.append(f"cancelled {user}")
+                raise
+            welcomed.append(user)
+
+        background.add_task(welcome)
+        return {"user": user}
 
     @app.get("/boom", operation_id="boom")
     def boom() -> dict[str, str]:

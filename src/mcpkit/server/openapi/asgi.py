@@ -5,7 +5,9 @@ and streams its answer back: the app's body chunks pass through a queue of at mo
 (the app waits while the reader is behind), so a large or endless answer stops at the reader's bound
 (``max_response_bytes``) and the app is cancelled there, rather than being gathered whole in memory first (as
 ``httpx.ASGITransport`` does). An exception in the app before it answered is a 500 answer (and a log record), as
-uvicorn gives; one after the answer started breaks the answer off.
+uvicorn gives; one after the answer started breaks the answer off. What the app does after its answer (FastAPI's
+background tasks run in the same ASGI call, after the last body chunk) runs to its end, as under a server: at most
+:data:`BACKGROUND_LIMIT` such calls at once, waited for at shutdown within :data:`SHUTDOWN_GRACE`.
 
 :class:`AppLifespan` runs the app's ASGI lifespan (startup, shutdown) inside the MCP app's: a failed startup is
 raised from the MCP server's start; the state the lifespan sets (Starlette's ``yield {...}``) is in every
@@ -32,7 +34,11 @@ request can reach a real host through it, and none leaves the process)."""
 STREAM_CHUNKS = 8
 """Body chunks of an in-process answer held between the API app and the reader (the app waits for room)."""
 SHUTDOWN_GRACE = 5.0
-"""Seconds the API app's lifespan may take to shut down before it is cancelled."""
+"""Seconds the API app's lifespan may take to shut down before it is cancelled (and, before that, as long for the
+work the app still does after its answers)."""
+BACKGROUND_LIMIT = 64
+"""Calls of the API app still running after their answer was read whole (FastAPI's background tasks): past it,
+the newest such work is cancelled (and a warning logged)."""
 
 _END = b""
 _BROKEN = None  # (queue markers: the answer ended; the app broke off)
@@ -96,11 +102,13 @@ class _Exchange:
 
 
 class _Answer(httpx.AsyncByteStream):
-    """The body of an in-process answer, chunk by chunk as the app sends it; closing it cancels the app."""
+    """The body of an in-process answer, chunk by chunk as the app sends it; closing it before the app finished
+    its answer cancels the app (one that finished goes on with what it does after its answer)."""
 
-    def __init__(self, exchange: _Exchange, task: asyncio.Task[None]) -> None:
+    def __init__(self, exchange: _Exchange, task: asyncio.Task[None], transport: InProcessTransport) -> None:
         self._exchange = exchange
         self._task = task
+        self._transport = transport
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         while True:
@@ -130,7 +138,10 @@ class _Answer(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         self._exchange.closed.set()
-        self._task.cancel()
+        if self._exchange.finished and not self._task.done():
+            self._transport.after_answer(self._task)
+        else:
+            self._task.cancel()
 
 
 class InProcessTransport(httpx.AsyncBaseTransport):
@@ -141,6 +152,44 @@ class InProcessTransport(httpx.AsyncBaseTransport):
     def __init__(self, app: ASGIApp) -> None:
         self.app: ASGIApp = app
         self.state: dict[str, Any] = {}  # (what the app's lifespan put in its scope's "state": each request a copy)
+        self._after: set[asyncio.Task[None]] = set()  # (calls still running after their answer: BACKGROUND_LIMIT)
+
+    def after_answer(self, task: asyncio.Task[None]) -> None:
+        """Let ``task``, a call of the app whose answer was read whole, run to its end (at most
+        :data:`BACKGROUND_LIMIT` at once: past it, this one is cancelled)."""
+        if len(self._after) >= BACKGROUND_LIMIT:
+            logger.warning(
+                "openapi: %d calls of the in-process API are already running after their answers; the work of "
+                "this one is cancelled",
+                len(self._after),
+            )
+            task.cancel()
+            return
+        self._after.add(task)
+        task.add_done_callback(self._after.discard)
+
+    async def drain(self) -> None:
+        """Wait for the calls still running after their answers, at most :data:`SHUTDOWN_GRACE` seconds, then
+        cancel them."""
+        if not self._after:
+            return
+        running = set(self._after)
+        try:
+            _, pending = await asyncio.wait(running, timeout=SHUTDOWN_GRACE)
+        except BaseException:  # (this shutdown cancelled: the work does not outlive it)
+            for task in running:
+                task.cancel()
+            raise
+        if pending:
+            logger.warning(
+                "openapi: %d calls of the in-process API were still running after their answers %g s into the "
+                "shutdown; cancelled",
+                len(pending),
+                SHUTDOWN_GRACE,
+            )
+            for task in pending:
+                task.cancel()
+            await asyncio.wait(pending, timeout=1.0)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Hand ``request`` to the app; the answer as soon as the app starts it (its body streams)."""
@@ -168,7 +217,7 @@ class InProcessTransport(httpx.AsyncBaseTransport):
             exchange.closed.set()
             task.cancel()
             raise
-        return httpx.Response(status, headers=headers, stream=_Answer(exchange, task), request=request)
+        return httpx.Response(status, headers=headers, stream=_Answer(exchange, task, self), request=request)
 
 
 class AppLifespan:
@@ -226,7 +275,9 @@ class AppLifespan:
         raise RuntimeError(f"the API app's startup failed: {message.get('message') or message['type']}")
 
     async def shutdown(self) -> None:
-        """Shut the app down (its failure to do so is logged: the MCP server stops all the same)."""
+        """Shut the app down (its failure to do so is logged: the MCP server stops all the same), once the work
+        it still does after its answers ended (or was cancelled after :data:`SHUTDOWN_GRACE`)."""
+        await self.transport.drain()
         task, self._task = self._task, None
         if task is None:
             return
@@ -289,6 +340,7 @@ def in_process(cls: Any, app: Any, spec: Any, client: httpx.AsyncClient | None, 
 
 
 __all__ = [
+    "BACKGROUND_LIMIT",
     "INTERNAL_ORIGIN",
     "SHUTDOWN_GRACE",
     "STREAM_CHUNKS",
