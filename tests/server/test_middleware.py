@@ -19,6 +19,7 @@ from mcpkit.protocol.errors import InvalidParams, MCPError
 from mcpkit.server.interceptors import Call, CallNext, ToolCall
 from mcpkit.server.middleware import Middleware, RateLimit, RateLimited, RequestLogging, ResponseCache, Timing
 from mcpkit.server.middleware.ratelimit import MemoryBuckets
+from support.asgi import serve_asgi
 from support.paths import SERVERS
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 from support.toolkit import ERAS, TRANSPORTS, serve_http
@@ -282,6 +283,33 @@ async def test_anonymous_http_callers_share_one_bucket_per_address_however_many_
         stack.push_async_callback(other.aclose)
         elsewhere = await stack.enter_async_context(Client(url, mode=mode, transport_options={"client": other}))
         assert await _hits(elsewhere, 3) == 2
+
+
+async def _hits_claiming(url: str, mode: str, claims: list[str], tries: int) -> list[int]:
+    """Calls let through, per session, to anonymous sessions that each claim another ``X-Forwarded-For``."""
+    got = []
+    for claim in claims:
+        async with Client(url, mode=mode, headers={"X-Forwarded-For": claim}) as client:
+            got.append(await _hits(client, tries))
+    return got
+
+
+@ERA
+async def test_an_anonymous_callers_forwarded_for_claim_counts_only_from_addresses_trusted_to_forward(
+    mode: str,
+) -> None:
+    """uvicorn trusts X-Forwarded-For from 127.0.0.1 unless told otherwise, so any client reaching the server
+    from loopback (a tunnel, a port-forward, a local proxy that passes the header through) chose its own rate
+    limit bucket: five sessions claiming five addresses made ten calls. A claim now counts only when the
+    addresses trusted to forward it are named (``forwarded_allow_ips``, ``--forwarded-allow-ips``)."""
+    claims = [f"10.0.0.{i}" for i in range(5)]
+    async with serve_http(_limited(0.1, 2)) as url:
+        assert sum(await _hits_claiming(url, mode, claims, 2)) == 2  # one caller, whatever it claims
+    from mcpkit.transports.http import create_app
+
+    async with serve_asgi(create_app(_limited(0.1, 2)), forwarded_allow_ips="127.0.0.1") as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        assert await _hits_claiming(url, mode, claims[:2], 3) == [2, 2]  # a trusted balancer's word counts
 
 
 @ERA

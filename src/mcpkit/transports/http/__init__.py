@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import sys
 from collections.abc import Iterator
@@ -91,7 +92,9 @@ def build_asgi_server(app: Any, host: str = "127.0.0.1", port: int = 8000, **opt
     """A configured ``uvicorn.Server`` (not started) for any ASGI ``app``, behind the same connection guard and
     limits as :func:`build_server` (``header_timeout``, ``body_timeout``, ``send_timeout``, ``max_header_bytes``,
     ``max_connections``, ``backlog``, ``limit_concurrency``, ``timeout_keep_alive``; the other ``options`` go to
-    ``uvicorn.Config``). mcpkit's own web faces (the inspector) are served this way."""
+    ``uvicorn.Config``). mcpkit's own web faces (the inspector) are served this way. ``X-Forwarded-For`` and
+    ``-Proto`` count only from the addresses named in ``forwarded_allow_ips`` (or uvicorn's ``FORWARDED_ALLOW_IPS``
+    variable): uvicorn's own default, 127.0.0.1, is not trusted unasked."""
     import uvicorn
 
     from .limits import (
@@ -135,6 +138,11 @@ def build_asgi_server(app: Any, host: str = "127.0.0.1", port: int = 8000, **opt
             backlog = uv.get("backlog") or DEFAULT_BACKLOG
             uv["backlog"] = min(ACCEPT_BURST, backlog)  # asyncio's accept burst; the kernel queue is set below
     uv.setdefault("lifespan", "on")
+    if not uv.get("forwarded_allow_ips") and not os.environ.get("FORWARDED_ALLOW_IPS"):
+        # uvicorn trusts X-Forwarded-For (and -Proto) from 127.0.0.1 unless told otherwise: any client reaching
+        # the server through loopback (a tunnel, a port-forward, a local proxy passing the header on) would choose
+        # the address its rate limit and session quota are keyed by. Only named balancers are trusted.
+        uv.setdefault("proxy_headers", False)
     config = uvicorn.Config(app, host=host, port=port, **uv)
     from .app import MCPApp
 

@@ -104,9 +104,9 @@ class StreamableHTTPEndpoint:
         max_sessions: open handshake sessions at most. A new session beyond it evicts the least recently used
             idle sessions (no request or GET stream open; the oldest 1% at once); 503 only when every session is busy.
         max_sessions_per_client: sessions one client may hold: per principal (issuer, subject) when the request is
-            authenticated (``scope["auth"]``), per remote address otherwise (behind a proxy, let uvicorn's
-            ``proxy_headers`` set the address). A client at its quota that opens another session loses its own
-            least recently used idle one; 429 when all of them are busy.
+            authenticated (``scope["auth"]``), per remote address otherwise (behind a proxy, name it in
+            ``forwarded_allow_ips`` so that uvicorn sets the address). A client at its quota that opens another
+            session loses its own least recently used idle one; 429 when all of them are busy.
         allowed_origins, allowed_hosts, check_request: DNS-rebinding policy (see :mod:`.security`).
         max_body: largest accepted request body in bytes (413 beyond).
         get_stream: offer the standalone GET stream (405 when False).
