@@ -4,10 +4,14 @@ Redis holds sealed only."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
+import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from redis.asyncio import Redis
@@ -16,7 +20,7 @@ from mcpkit.auth import AuthorizationServer, JWTVerifier, RedisAuthStorage, prot
 from mcpkit.auth._util import pkce_pair
 from mcpkit.auth.upstream import UpstreamProvider
 from mcpkit.auth.upstream_login import UpstreamLogin
-from mcpkit.auth.upstream_state import Sealer
+from mcpkit.auth.upstream_state import InMemoryUpstreamState, Sealer, state_key
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.transports.http import create_app
 from mcpkit.transports.http.streamable_client import StreamableHTTPClientTransport
@@ -36,23 +40,24 @@ from support.upstream_idp import (
 SECRET = b"the-same-32-bytes-on-every-replica!"
 
 
-async def test_a_login_started_on_one_replica_ends_on_another_and_its_upstream_token_is_read_there(
-    redis_url: str,  # noqa: F811
-) -> None:
-    """Pending logins and upstream tokens lived in one process: a callback reaching another replica was refused
-    (unknown state), and a tool there found no upstream token. Both go through the server's storage now: the
-    consent is answered on replica A, the provider's callback lands on replica B, the code is redeemed there and a
-    tool on B reads the user's upstream token. Redis never holds an upstream token in clear."""
+@contextlib.asynccontextmanager
+async def replicas(
+    url: str,
+    *,
+    idp_gate: Callable[[Any], Any] | None = None,
+    login_options: dict[str, Any] | None = None,
+) -> AsyncIterator[dict[str, Any]]:
+    """The upstream IdP, then two replicas A and B of the proxy (one issuer, one signing key, one Redis prefix), each
+    hosting the protected MCP server at ``/mcp``; the proxy registered at the IdP. ``idp_gate`` wraps the IdP app."""
     prefix = f"mcpkit-test:{time.time_ns()}:"
     key = ec.generate_private_key(ec.SECP256R1())
-    recorded = Recorded()
-    held: dict[str, Any] = {}
+    s: dict[str, Any] = {"recorded": Recorded(), "logins": [], "prefix": prefix}
+    storages: list[RedisAuthStorage] = []
 
     def make_idp(base: str) -> Any:
-        held["idp"] = identity_provider(base, lambda: "alice")
-        return recorded.wrap(held["idp"])
-
-    storages: list[RedisAuthStorage] = []
+        s["idp"] = identity_provider(base, lambda: "alice")
+        app = s["recorded"].wrap(s["idp"])
+        return idp_gate(app) if idp_gate is not None else app
 
     def replica(issuer: str, idp_url: str) -> Any:
         provider = UpstreamProvider(
@@ -63,8 +68,8 @@ async def test_a_login_started_on_one_replica_ends_on_another_and_its_upstream_t
             client_secret=PROXY_CLIENT_SECRET,
             scopes=("profile",),
         )
-        login = UpstreamLogin(provider, secret=SECRET)
-        storages.append(RedisAuthStorage(redis_url, prefix=prefix))
+        login = UpstreamLogin(provider, secret=SECRET, **(login_options or {}))
+        storages.append(RedisAuthStorage(url, prefix=prefix))
         mcp = protect(
             create_app(proxied_server(login, idp_url)),
             resource=issuer + "/mcp",
@@ -74,73 +79,135 @@ async def test_a_login_started_on_one_replica_ends_on_another_and_its_upstream_t
         server = AuthorizationServer(
             issuer, resources=[issuer + "/mcp"], upstream=login, app=mcp, storage=storages[-1], signing_key=key
         )
-        held.setdefault("logins", []).append(login)
+        s["logins"].append(login)
         return server
 
-    async with (
-        serve(make_idp) as (idp_url, _),
-        serve(lambda base: replica(base, idp_url)) as (a_url, _),
-        serve(lambda base: replica(a_url, idp_url)) as (b_url, b_log),  # B: the same issuer as A
-    ):
-        login_a = held["logins"][0]
-        await held["idp"].register_client(
-            client_id=PROXY_CLIENT_ID,
-            client_secret=PROXY_CLIENT_SECRET,
-            redirect_uris=[login_a.callback_url],
-            token_endpoint_auth_method="client_secret_basic",
-        )
-        server_a: AuthorizationServer = held["logins"][0].server
-        client = await server_a.register_client(redirect_uris=[REDIRECT])
-        verifier, challenge = pkce_pair()
-        params = httpx.QueryParams(
-            response_type="code",
-            client_id=client.client_id,
-            redirect_uri=REDIRECT,
-            state="client-state",
-            code_challenge=challenge,
-            code_challenge_method="S256",
-            resource=a_url + "/mcp",
-        )
-        browser = Browser()
-        at_callback = await browser.open(f"{a_url}/authorize?{params}", stop_at=login_a.callback_url)
-        assert browser.consent_pages == 1  # answered on A
-        callback = str(at_callback.url.join(at_callback.headers["location"])).replace(a_url, b_url)
-        done = await browser.open(callback, stop_at=REDIRECT)
-        assert any(path.startswith("/upstream/callback") for _, path, _ in b_log.requests)
-        got = query(done)
-        assert "code" in got, got
-        code = got["code"]
-        async with httpx.AsyncClient() as http:
-            answer = await http.post(
-                b_url + "/token",
-                data={
-                    "grant_type": "authorization_code",
-                    "code": code,
-                    "code_verifier": verifier,
-                    "client_id": client.client_id,
-                    "redirect_uri": REDIRECT,
-                },
-            )
-        assert answer.status_code == 200, answer.text
-        bearer = {"authorization": "Bearer " + answer.json()["access_token"]}
+    try:
         async with (
-            StreamableHTTPClientTransport(b_url + "/mcp", headers=bearer) as conn,
-            ClientSession(conn) as session,
+            serve(make_idp) as (idp_url, idp_log),
+            serve(lambda base: replica(base, idp_url)) as (a_url, _),
+            serve(lambda base: replica(a_url, idp_url)) as (b_url, b_log),  # B: the same issuer as A
         ):
-            result = await session.call_tool("upstream_whoami", {})
-        assert result.content[0].text == "login-of-alice|alice"  # type: ignore[union-attr]
+            await s["idp"].register_client(
+                client_id=PROXY_CLIENT_ID,
+                client_secret=PROXY_CLIENT_SECRET,
+                redirect_uris=[s["logins"][0].callback_url],
+                token_endpoint_auth_method="client_secret_basic",
+            )
+            s.update(idp_url=idp_url, idp_log=idp_log, a_url=a_url, b_url=b_url, b_log=b_log, browser=Browser())
+            try:
+                yield s
+            finally:
+                await s["browser"].aclose()
+    finally:
+        for storage in storages:
+            await storage.aclose()
+
+
+async def sign_in(s: dict[str, Any], callback_on: str) -> str:
+    """alice signs in through a new client: the consent answered on A, the provider's callback landing on
+    ``callback_on``, the code redeemed there; the proxy's access token."""
+    login_a, a_url = s["logins"][0], s["a_url"]
+    client = await login_a.server.register_client(redirect_uris=[REDIRECT])
+    verifier, challenge = pkce_pair()
+    params = httpx.QueryParams(
+        response_type="code",
+        client_id=client.client_id,
+        redirect_uri=REDIRECT,
+        state="client-state",
+        code_challenge=challenge,
+        code_challenge_method="S256",
+        resource=a_url + "/mcp",
+    )
+    browser: Browser = s["browser"]
+    at_callback = await browser.open(f"{a_url}/authorize?{params}", stop_at=login_a.callback_url)
+    callback = str(at_callback.url.join(at_callback.headers["location"])).replace(a_url, callback_on)
+    got = query(await browser.open(callback, stop_at=REDIRECT))
+    assert "code" in got, got
+    form = {
+        "grant_type": "authorization_code",
+        "code": got["code"],
+        "code_verifier": verifier,
+        "client_id": client.client_id,
+        "redirect_uri": REDIRECT,
+    }
+    async with httpx.AsyncClient() as http:
+        answer = await http.post(callback_on + "/token", data=form)
+    assert answer.status_code == 200, answer.text
+    return str(answer.json()["access_token"])
+
+
+async def whoami(url: str, access_token: str) -> str:
+    bearer = {"authorization": "Bearer " + access_token}
+    async with StreamableHTTPClientTransport(url + "/mcp", headers=bearer) as conn, ClientSession(conn) as session:
+        result = await session.call_tool("upstream_whoami", {})
+    return str(result.content[0].text)  # type: ignore[union-attr]
+
+
+async def test_a_login_started_on_one_replica_ends_on_another_and_its_upstream_token_is_read_there(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """Pending logins and upstream tokens lived in one process: a callback reaching another replica was refused
+    (unknown state), and a tool there found no upstream token. Both go through the server's storage now: the
+    consent is answered on replica A, the provider's callback lands on replica B, the code is redeemed there and a
+    tool on B reads the user's upstream token. Redis never holds an upstream token in clear."""
+    async with replicas(redis_url) as s:
+        access_token = await sign_in(s, s["b_url"])
+        assert s["browser"].consent_pages == 1  # answered on A
+        assert any(path.startswith("/upstream/callback") for _, path, _ in s["b_log"].requests)
+        assert await whoami(s["b_url"], access_token) == "login-of-alice|alice"
         # Redis holds the upstream tokens sealed only
-        upstream = [b[k] for b in recorded.bodies("/token") for k in ("access_token", "refresh_token") if k in b]
+        bodies = s["recorded"].bodies("/token")
+        upstream = [b[k] for b in bodies for k in ("access_token", "refresh_token") if k in b]
         assert upstream
         redis = Redis.from_url(redis_url)
+        prefix = s["prefix"]
         keys = [k async for k in redis.scan_iter(prefix + "*")]
         values = [await redis.get(k) for k in keys if await redis.type(k) == b"string"]
         assert any(k.startswith((prefix + "upstream-token:").encode()) for k in keys)
         assert all(t.encode() not in v for t in upstream for v in values if v)
         await redis.aclose()
-        await browser.aclose()
-    for storage in storages:
-        await storage.aclose()
+
+
+async def test_two_replicas_refreshing_one_expired_upstream_token_at_once_ask_the_provider_once(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """The refresh lock was per process: two replicas with one expired upstream token both refreshed it, and a
+    provider that rotates refresh tokens (as mcpkit's own does) refused the second as a reused one, so one of the
+    two calls found no upstream token (and the user had to sign in again). The refresh is single-flight across
+    replicas now (a lease in the shared storage): two calls at once, one on each replica, both succeed and the
+    provider sees exactly one refresh. The provider holds each refresh until a second one comes (at most 3 s), so
+    the two calls overlap however the machine schedules them."""
+    now = [time.time()]
+    refreshes: list[float] = []
+    second = asyncio.Event()
+
+    def gate(app: Any) -> Any:
+        async def gated(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http" and scope["path"] == "/token" and len(tokens_asked) >= 1:
+                refreshes.append(time.monotonic())
+                if len(refreshes) >= 2:
+                    second.set()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(second.wait(), 3.0)
+            if scope["type"] == "http" and scope["path"] == "/token":
+                tokens_asked.append(scope["path"])
+            await app(scope, receive, send)
+
+        return gated
+
+    tokens_asked: list[str] = []
+    async with replicas(redis_url, idp_gate=gate, login_options={"clock": lambda: now[0]}) as s:
+        s["idp"].access_token_ttl = 60.0
+        access_token = await sign_in(s, s["a_url"])
+        assert len(tokens_asked) == 1  # the code exchange
+        now[0] += 120  # the upstream access token expired (on both replicas' clocks)
+        answers = await asyncio.gather(whoami(s["a_url"], access_token), whoami(s["b_url"], access_token))
+        assert answers == ["login-of-alice|alice"] * 2
+        assert len(refreshes) == 1, refreshes
+        # and the refreshed token is the one both replicas read from now on
+        assert await whoami(s["b_url"], access_token) == "login-of-alice|alice"
+        assert len(refreshes) == 1
 
 
 def test_a_sealed_record_opens_only_under_its_key_and_secret() -> None:
@@ -158,3 +225,43 @@ def test_a_proxy_on_a_shared_storage_needs_its_secret(redis_url: str) -> None:  
     provider = UpstreamProvider.github("id", "secret")
     with pytest.raises(ValueError, match="secret"):
         AuthorizationServer("http://127.0.0.1:1", upstream=UpstreamLogin(provider), storage=RedisAuthStorage(redis_url))
+
+
+async def test_a_refresh_lease_left_by_a_replica_that_died_ends_by_itself(redis_url: str) -> None:  # noqa: F811
+    """A replica that took the refresh lease and died never releases it: the lease ends at its expiry, and the
+    next call refreshes then (once) instead of waiting for ever."""
+    now = [time.time()]
+    async with replicas(redis_url, login_options={"clock": lambda: now[0]}) as s:
+        s["idp"].access_token_ttl = 60.0
+        access_token = await sign_in(s, s["a_url"])
+        family = jwt.decode(access_token, options={"verify_signature": False})["grant_id"]
+        storage: RedisAuthStorage = s["logins"][0].server.storage
+        assert await storage.acquire_lease(state_key("upstream", family), "a-replica-that-died", 1.5)
+        now[0] += 120
+        started = time.monotonic()
+        assert await whoami(s["b_url"], access_token) == "login-of-alice|alice"
+        assert time.monotonic() - started >= 1.0  # it waited for the dead replica's lease to end
+        assert [p for _, p, _ in s["idp_log"].requests if p == "/token"] == ["/token"] * 2  # code, one refresh
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+async def test_a_refresh_lease_has_one_owner_until_it_is_released_or_expires(
+    kind: str,
+    redis_url: str,  # noqa: F811
+) -> None:
+    storage: Any = (
+        InMemoryUpstreamState() if kind == "memory" else RedisAuthStorage(redis_url, prefix=f"t{time.time_ns()}:")
+    )
+    assert await storage.acquire_lease("k", "a", 0.5)
+    assert not await storage.acquire_lease("k", "b", 0.5)  # a holds it
+    assert await storage.acquire_lease("other", "b", 0.5)  # one lease per key
+    await asyncio.sleep(0.7)  # a never released it (it died): it ended by itself
+    assert await storage.acquire_lease("k", "b", 5)
+    await storage.release_lease("k", "a")  # a's release no longer ends b's lease
+    assert not await storage.acquire_lease("k", "c", 5)
+    await storage.release_lease("k", "b")
+    assert await storage.acquire_lease("k", "c", 5)
+    if kind == "memory":
+        assert set(storage._leases) == {"k"}  # the expired ones are gone
+    else:
+        await storage.aclose()

@@ -115,6 +115,12 @@ end
 return 1
 """
 
+# KEYS: a lease; ARGV: its owner. Ends the lease if that owner still holds it (one it lost at expiry is left alone).
+_RELEASE_LEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
 #: what the secrets mcpkit issues look like (``secrets.token_urlsafe(32)``): only such a value is looked up under the
 #: key an earlier version kept it by (the secret itself)
 _ISSUED_SECRET = re.compile(r"[A-Za-z0-9_-]{43}")
@@ -190,6 +196,7 @@ class RedisAuthStorage(_RedisHolder):
         self._save_unexpiring = self.redis.register_script(_SAVE_UNEXPIRING)
         self._put_pending = self.redis.register_script(_PUT_PENDING)
         self._put_upstream = self.redis.register_script(_PUT_UPSTREAM)
+        self._release_lease = self.redis.register_script(_RELEASE_LEASE)
 
     def _key(self, kind: str, name: str) -> str:
         return f"{self.prefix}{kind}:{name}"
@@ -349,6 +356,14 @@ class RedisAuthStorage(_RedisHolder):
             pipe.delete(self._key("upstream-token", key))
             pipe.zrem(self._key("upstream-tokens", "all"), key)
             await pipe.execute()
+
+    async def acquire_lease(self, key: str, owner: str, ttl: float) -> bool:
+        """``SET NX PX``: the first replica to ask holds it; Redis ends it at its expiry if its owner never does."""
+        ttl_ms = max(1, int(ttl * 1000))
+        return bool(await self.redis.set(self._key("upstream-lease", key), owner, nx=True, px=ttl_ms))
+
+    async def release_lease(self, key: str, owner: str) -> None:
+        await self._release_lease(keys=[self._key("upstream-lease", key)], args=[owner])
 
 
 class RedisReplayCache(_RedisHolder):

@@ -24,9 +24,9 @@ The flow (MCP security best practices, "Confused Deputy Problem"; MCP authorizat
    ``/authorize`` does without a proxy. The proxy's tokens are audience-bound to the MCP resource as always.
 5. The provider's tokens never reach the client: they stay here, per sign-in (the grant of the proxy's tokens,
    their ``grant_id``; at most ``max_tokens``, each for ``token_ttl`` seconds after the login), refreshed with the
-   provider's refresh token when expired, dropped (and revoked at the provider) when that grant is revoked. A tool
-   reads them with ``await ctx.upstream_token()`` (or :meth:`UpstreamLogin.upstream_token`) to call the
-   provider's API for the user.
+   provider's refresh token when expired (once across replicas: a lease in the storage), dropped (and revoked at
+   the provider) when that grant is revoked. A tool reads them with ``await ctx.upstream_token()`` (or
+   :meth:`UpstreamLogin.upstream_token`) to call the provider's API for the user.
 
 Pending logins and upstream tokens go into the authorization server's storage, sealed (AES-GCM) under a key derived
 from ``secret`` (:mod:`mcpkit.auth.upstream_state`): with a :class:`~mcpkit.auth.redis_storage.RedisAuthStorage`
@@ -41,6 +41,7 @@ import dataclasses
 import hashlib
 import hmac
 import html
+import logging
 import secrets
 import time
 import weakref
@@ -60,11 +61,17 @@ from .upstream_state import InMemoryUpstreamState, Sealer, UpstreamStateStorage,
 if TYPE_CHECKING:
     from .verifiers import AccessToken
 
-__all__ = ["MAX_CONSENT_PAGES", "ConsentHook", "UpstreamLogin", "UserHook"]
+logger = logging.getLogger(__name__)
+
+__all__ = ["MAX_CONSENT_PAGES", "REFRESH_LEASE_MARGIN", "ConsentHook", "UpstreamLogin", "UserHook"]
 
 #: consent pages one browser may have open at once: each has its own CSRF cookie (named by its transaction); past
 #: it the oldest page's cookie is dropped (its form is then refused)
 MAX_CONSENT_PAGES = 5
+
+#: how long a replica's lease on refreshing one sign-in's upstream tokens outlives the provider's ``timeout``
+#: (seconds): a lease whose replica died mid-refresh ends by itself then
+REFRESH_LEASE_MARGIN: float = 5.0
 
 #: decides, instead of the consent page, whether a client's request may go on to the provider
 ConsentHook = Callable[[AuthorizationRequest], Awaitable[bool]]
@@ -478,21 +485,49 @@ class UpstreamLogin:
         subject, client_id, family = token.subject, token.client_id or "", token.claims.get("grant_id")
         if not isinstance(family, str):
             return None
-        key = state_key("upstream", family)
+        key, user = state_key("upstream", family), [subject, client_id]
         lock = self._locks.get(key)
         if lock is None:
             lock = self._locks[key] = asyncio.Lock()
-        async with lock:  # one refresh at a time per user (in this process)
-            tokens = await self._kept(key, [subject, client_id])
-            now = self.clock()
-            if tokens is not None and tokens.expires_at is not None and tokens.expires_at - 30 <= now:
-                try:
-                    tokens = await self.provider.refresh(tokens, now)
-                except UpstreamError:
-                    await self._state.drop_upstream(key)
-                    return None
-                await self._keep(family, subject, client_id, tokens)
+        async with lock:  # one refresh at a time per sign-in in this process (and the lease: across replicas)
+            tokens = await self._kept(key, user)
+            if tokens is not None and self._expired(tokens):
+                return await self._refresh(key, family, user)
             return tokens.access_token if tokens is not None else None
+
+    def _expired(self, tokens: UpstreamTokens) -> bool:
+        return tokens.expires_at is not None and tokens.expires_at - 30 <= self.clock()
+
+    async def _refresh(self, key: str, family: str, user: list[str]) -> str | None:
+        """Refresh the expired upstream tokens of a sign-in once across every replica: the replica that takes the
+        storage's lease refreshes (a provider rotating its refresh tokens refuses a second use of one); the others
+        wait and read what it kept. A lease whose owner died ends after :data:`REFRESH_LEASE_MARGIN` seconds past
+        the provider's ``timeout``; a waiter gives up (None) after twice that."""
+        lease, owner = self.provider.timeout + REFRESH_LEASE_MARGIN, secrets.token_urlsafe(16)
+        give_up, pause = time.monotonic() + 2 * lease, 0.02
+        while True:
+            if await self._state.acquire_lease(key, owner, lease):
+                try:
+                    tokens = await self._kept(key, user)  # another replica may have refreshed them meanwhile
+                    if tokens is None or not self._expired(tokens):
+                        return tokens.access_token if tokens is not None else None
+                    try:
+                        tokens = await self.provider.refresh(tokens, self.clock())
+                    except UpstreamError:
+                        await self._state.drop_upstream(key)
+                        return None
+                    await self._keep(family, user[0], user[1], tokens)
+                    return tokens.access_token
+                finally:
+                    await self._state.release_lease(key, owner)
+            await asyncio.sleep(pause)  # another replica refreshes: read what it keeps
+            pause = min(2 * pause, 0.25)
+            tokens = await self._kept(key, user)
+            if tokens is None or not self._expired(tokens):
+                return tokens.access_token if tokens is not None else None
+            if time.monotonic() > give_up:
+                logger.warning("the upstream refresh of a sign-in was not done by another replica within %.0f s", lease)
+                return None
 
     # ------------------------------------------------------------------ answers
     async def _fail(

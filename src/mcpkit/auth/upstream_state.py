@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import time
 from collections import OrderedDict
 from typing import Protocol, runtime_checkable
 
@@ -87,6 +88,16 @@ class UpstreamStateStorage(Protocol):
         """Forget a user's upstream tokens."""
         ...
 
+    async def acquire_lease(self, key: str, owner: str, ttl: float) -> bool:
+        """Take the lease ``key`` for ``owner`` for ``ttl`` seconds (real time) unless another owner holds a live
+        one (False then): one refresh of a user's upstream tokens at a time across every replica. A lease whose
+        owner died ends by itself at its expiry."""
+        ...
+
+    async def release_lease(self, key: str, owner: str) -> None:
+        """End ``owner``'s lease ``key`` (a lease another owner took after this one expired is left alone)."""
+        ...
+
 
 class InMemoryUpstreamState:
     """:class:`UpstreamStateStorage` in this process (one replica): the in-memory storage's, and the proxy's own
@@ -95,6 +106,7 @@ class InMemoryUpstreamState:
     def __init__(self) -> None:
         self._pending: dict[str, tuple[bytes, float]] = {}
         self._upstream: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
+        self._leases: dict[str, tuple[str, float]] = {}  # key -> (owner, monotonic expiry): the refreshes running
 
     async def put_pending(self, key: str, sealed: bytes, expires_at: float, now: float, max_pending: int) -> bool:
         for old in [k for k, (_, until) in self._pending.items() if until < now]:
@@ -130,3 +142,18 @@ class InMemoryUpstreamState:
 
     async def drop_upstream(self, key: str) -> None:
         self._upstream.pop(key, None)
+
+    async def acquire_lease(self, key: str, owner: str, ttl: float) -> bool:
+        now = time.monotonic()
+        held = self._leases.get(key)
+        if held is not None and held[0] != owner and held[1] > now:
+            return False
+        for old in [k for k, (_, until) in self._leases.items() if until <= now]:
+            del self._leases[old]  # (owners that never released: at most one per refresh that was running)
+        self._leases[key] = (owner, now + ttl)
+        return True
+
+    async def release_lease(self, key: str, owner: str) -> None:
+        held = self._leases.get(key)
+        if held is not None and held[0] == owner:
+            del self._leases[key]
