@@ -276,6 +276,38 @@ async def test_any_asgi_app_with_a_document_of_its_own_and_no_lifespan() -> None
     assert seen == ["/v2/ping?n=3"]  # (the document's relative server URL is kept)
 
 
+@pytest.mark.parametrize(
+    ("options", "servers", "reached"),
+    [
+        # FastAPI(root_path=): api.openapi() names no server (FastAPI adds one only to the /openapi.json it serves),
+        # so the route is called at its own path; FastAPI sets its root_path in the scope itself
+        ({"root_path": "/api"}, None, {"url": "/where", "path": "/where", "root_path": "/api"}),
+        # a document whose server is a path (the app served under /api behind a proxy): the request carries the
+        # whole path and that prefix as its root_path, as uvicorn --root-path gives (it was a 404)
+        (
+            {"servers": [{"url": "/api"}]},
+            [{"url": "/api"}],
+            {"url": "/api/where", "path": "/api/where", "root_path": "/api"},
+        ),
+        (
+            {"root_path": "/api", "servers": [{"url": "/api"}]},
+            [{"url": "/api"}],
+            {"url": "/api/where", "path": "/api/where", "root_path": "/api"},
+        ),
+    ],
+    ids=["root_path", "servers", "both"],
+)
+async def test_an_api_under_a_path_prefix_is_reached_at_its_routes_with_that_prefix_as_root_path(
+    options: dict[str, Any], servers: Any, reached: dict[str, str]
+) -> None:
+    api = asgi_api.build_prefixed_api(**options)
+    assert api.openapi().get("servers") == servers
+    async with Client(MCPKit.from_fastapi(api)) as client:
+        answer = await client.call_tool("where", {})
+        assert not answer.is_error, answer.text
+        assert answer.structured == reached
+
+
 async def test_an_api_whose_shutdown_hangs_is_cancelled_after_the_grace(caplog: pytest.LogCaptureFixture) -> None:
     stopped: list[str] = []
 

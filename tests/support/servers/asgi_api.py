@@ -114,3 +114,15 @@ def build_api(
         return StreamingResponse(chunks(), media_type="application/json")
 
     return app
+
+
+def build_prefixed_api(**options: Any) -> FastAPI:
+    """An API whose one route says where the request reached it: ``GET /where`` answers the request's URL path,
+    the scope's ``path`` and its ``root_path``. ``options`` go to ``FastAPI`` (``root_path=``, ``servers=``)."""
+    api = FastAPI(title="Prefixed", version="1", **options)
+
+    @api.get("/where", operation_id="where")
+    async def where(request: Request) -> dict[str, str]:
+        return {"url": request.url.path, "path": request.scope["path"], "root_path": request.scope["root_path"]}
+
+    return api

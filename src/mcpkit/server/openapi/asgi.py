@@ -20,6 +20,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -153,6 +154,10 @@ class InProcessTransport(httpx.AsyncBaseTransport):
         self.app: ASGIApp = app
         self.state: dict[str, Any] = {}  # (what the app's lifespan put in its scope's "state": each request a copy)
         self._after: set[asyncio.Task[None]] = set()  # (calls still running after their answer: BACKGROUND_LIMIT)
+        self.root_path: str = ""
+        """The path the app is served under (``from_asgi`` sets it from the document's server URL, e.g. ``/api``):
+        a request under it carries it as the scope's ``root_path``, its ``path`` whole, as a server behind a proxy
+        gives (``uvicorn --root-path``), so the app routes the rest."""
 
     def after_answer(self, task: asyncio.Task[None]) -> None:
         """Let ``task``, a call of the app whose answer was read whole, run to its end (at most
@@ -194,6 +199,7 @@ class InProcessTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Hand ``request`` to the app; the answer as soon as the app starts it (its body streams)."""
         url = request.url
+        root = self.root_path
         scope: Message = {
             "type": "http",
             "asgi": {"version": "3.0", "spec_version": "2.3"},
@@ -203,7 +209,7 @@ class InProcessTransport(httpx.AsyncBaseTransport):
             "path": url.path,
             "raw_path": url.raw_path.split(b"?")[0],
             "query_string": url.query,
-            "root_path": "",
+            "root_path": root if url.path == root or url.path.startswith(root + "/") else "",
             "headers": [(k.lower(), v) for k, v in request.headers.raw],
             "server": (url.host, url.port or 80),
             "client": ("127.0.0.1", 0),
@@ -224,13 +230,15 @@ class AppLifespan:
     """Runs the ASGI lifespan of ``transport``'s app: :meth:`startup` and :meth:`shutdown`, as a server would
     (an app that does not speak the lifespan protocol is served without one)."""
 
+    # (one run's exchange with the app: made anew by each startup)
+    _inbox: asyncio.Queue[Message]
+    _outbox: asyncio.Queue[Message | None]
+    _received: bool
+    _error: BaseException | None
+
     def __init__(self, transport: InProcessTransport) -> None:
-        self.transport = transport
+        self.transport: InProcessTransport = transport
         self._task: asyncio.Task[None] | None = None
-        self._inbox: asyncio.Queue[Message] = asyncio.Queue()
-        self._outbox: asyncio.Queue[Message | None] = asyncio.Queue()
-        self._received = False
-        self._error: BaseException | None = None
 
     async def _receive(self) -> Message:
         self._received = True
@@ -333,7 +341,9 @@ def in_process(cls: Any, app: Any, spec: Any, client: httpx.AsyncClient | None, 
     else:
         transport = transport_of(client, app)
     doc = Document(load(spec))
-    built = cls.from_openapi(doc.raw, client=client, base_url=_joined(INTERNAL_ORIGIN, doc.server_url()), **options)
+    base_url = _joined(INTERNAL_ORIGIN, doc.server_url())
+    transport.root_path = urlsplit(base_url).path.rstrip("/")
+    built = cls.from_openapi(doc.raw, client=client, base_url=base_url, **options)
     built._lifespan.add_child(AppLifespan(transport))
     built._lazy_lifespan = built._lifespan  # (a transport that never says it starts: the first request starts it)
     return built

@@ -54,7 +54,7 @@ def populate(
     """Register on ``app`` a component per operation of ``spec`` that the route rules expose; the operations
     registered (see ``MCPKit.from_openapi`` for the options)."""
     doc = document if document is not None else Document(load(spec))
-    base = base_url or _joined(str(getattr(client, "base_url", "") or ""), doc.server_url()) or doc.server_url()
+    base = base_url or _joined(str(client.base_url or ""), doc.server_url()) or doc.server_url()
     if not base:
         raise OpenAPIError("no base URL: give base_url=, a client with base_url=, or a document with 'servers'")
     try:
@@ -72,9 +72,9 @@ def populate(
     reader = Reader(
         doc,
         # (a forwarded header is set by the MCP request, never by the model, as the client's own are)
-        client_headers=[*getattr(client, "headers", {}).keys(), *(k.decode() for k in caller.forward)],
-        client_params=list(getattr(client, "params", {}).keys()),
-        client_cookies=list(getattr(client, "cookies", {}).keys()),
+        client_headers=[*client.headers.keys(), *(k.decode() for k in caller.forward)],
+        client_params=list(client.params.keys()),
+        client_cookies=list(client.cookies.keys()),
         output_schemas=output_schemas,
     )
     renames = dict(names or {})

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote, urlsplit
@@ -57,16 +57,16 @@ class HTTPClient(Protocol):
     """What is used of an ``httpx.AsyncClient``."""
 
     @property
-    def base_url(self) -> Any: ...
+    def base_url(self) -> object: ...
 
     @property
-    def headers(self) -> Any: ...
+    def headers(self) -> Mapping[str, str]: ...
 
     @property
-    def params(self) -> Any: ...
+    def params(self) -> Mapping[str, str]: ...
 
     @property
-    def cookies(self) -> Any: ...
+    def cookies(self) -> Mapping[str, str]: ...
 
     # (properties of callables, not methods taking ``**kwargs``: httpx's methods name their keywords, and a type
     # checker holds a protocol's ``**kwargs`` to mean any keyword, so it refused an httpx.AsyncClient)
