@@ -12,7 +12,8 @@ All servers start side by side under the suite's uvicorn configuration (httptool
 users; ``BENCH_HTTP_PARSER=h11`` pins h11); the closed-loop load (the 2026-07-28 era with 32 in flight by default, or
 the handshake era with ``--era legacy``) goes to each in turn, in alternating order, ``--reps`` times. Reported per
 contender: the median server CPU per call (utime + stime from ``/proc``, which the machine's load barely moves),
-every rep's figure, and the median rate. Run it inside the bench environment (``.bench-venv/bin/python``; ``python
+every rep's figure, and the median rate; then the system part of the CPU and how often the OS preempted the
+server's main thread per call. Run it inside the bench environment (``.bench-venv/bin/python``; ``python
 bench/run.py`` creates it). Every load is bounded in calls and seconds.
 """
 
@@ -38,10 +39,15 @@ from harness.contenders import command  # noqa: E402
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def _cpu_ticks(pid: int) -> int:
+def _usage(pid: int) -> tuple[int, int, int]:
+    """The server's user and system CPU ticks so far, and how many times the OS has preempted its main thread (the
+    event loop's: a server preempted more often per call also refills its caches more often)."""
     with open(f"/proc/{pid}/stat", encoding="ascii") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
+    with open(f"/proc/{pid}/status", encoding="ascii") as f:
+        status = f.read()
+    at = status.index("nonvoluntary_ctxt_switches:") + 27
+    return int(fields[11]), int(fields[12]), int(status[at : status.index("\n", at)])
 
 
 async def _load(port: int, era: str, seconds: float, max_calls: int, concurrency: int = 32) -> driver.LoadResult:
@@ -121,26 +127,42 @@ async def _alternate(servers: dict[str, tuple[int, Any]], reps: int, load: Calla
     """Load each server (name -> (pid, what ``load`` takes)) in turn, the order reversed every other repetition,
     and report the server CPU per call and the rate of each."""
     cpu: dict[str, list[float]] = {n: [] for n in servers}
+    sys_: dict[str, list[float]] = {n: [] for n in servers}
+    preempted: dict[str, list[float]] = {n: [] for n in servers}
     rate: dict[str, list[float]] = {n: [] for n in servers}
     order = list(servers)
     for rep in range(reps):
         for name in order if rep % 2 == 0 else order[::-1]:
             pid, target = servers[name]
-            before = _cpu_ticks(pid)
+            u0, s0, p0 = _usage(pid)
             res = await load(target)
             if res.calls == 0:
                 raise SystemExit(f"{name}: no call completed")
-            cpu[name].append((_cpu_ticks(pid) - before) / CLK_TCK / res.calls * 1e6)
+            u1, s1, p1 = _usage(pid)
+            per_call = 1e6 / CLK_TCK / res.calls
+            cpu[name].append((u1 - u0 + s1 - s0) * per_call)
+            sys_[name].append((s1 - s0) * per_call)
+            preempted[name].append((p1 - p0) / res.calls)
             rate[name].append(res.rate)
-    _report(order, cpu, rate)
+    _report(order, cpu, sys_, preempted, rate)
 
 
-def _report(order: list[str], cpu: dict[str, list[float]], rate: dict[str, list[float]]) -> None:
+def _report(
+    order: list[str],
+    cpu: dict[str, list[float]],
+    sys_: dict[str, list[float]],
+    preempted: dict[str, list[float]],
+    rate: dict[str, list[float]],
+) -> None:
     for name in order:
         reps = ", ".join(f"{x:.1f}" for x in cpu[name])
         print(
             f"{name:12s} server CPU/call {statistics.median(cpu[name]):7.1f} us  [{reps}]  "
             f"rate {statistics.median(rate[name]):8.0f} calls/s"
+        )
+        print(
+            f"{'':12s} of which system {statistics.median(sys_[name]):5.1f} us; the loop's thread preempted "
+            f"{statistics.median(preempted[name]):.3f} times per call"
         )
 
 
