@@ -2,7 +2,9 @@
 
 :class:`Wire` is the bookkeeping every transport shares: it routes responses by id *without trusting it* (a response
 whose id matches no pending request is kept as a stray, the evidence for M006), answers the requests the server sends
-(ping, roots/list, ...) so that a session can go on, and :meth:`Wire.request` returns ``None`` on a timeout.
+(ping, roots/list, ...) so that a session can go on, and :meth:`Wire.request` returns ``None`` when no response with
+the request's id comes: on a timeout, or at once when the server answered it with an error that carries no id (see
+:meth:`Wire.request`).
 :class:`StdioWire` runs the server command as a child process and records every stdout line (valid or not). The
 network wires are in :mod:`.wire_http` (Streamable HTTP, legacy HTTP+SSE) and :mod:`.wire_ws` (WebSocket);
 :func:`open_wire` picks one for a target.
@@ -97,6 +99,12 @@ class Wire:
         self.initialized_at: float | None = None  # when notifications/initialized was sent
         self.cancelled: set[str] = set()  # keys of the requests we cancelled
         self.dropped: int = 0  # payloads past MAX_RECORDED, not kept
+        # What an error without an id may still be the answer to, besides the one request waited for: requests
+        # whose wait ended with no response (a late answer may come), and malformed frames sent raw (their error
+        # carries no id). While any is open, such an error ends no wait (see request()).
+        self.overdue: set[str] = set()
+        self.raw_unanswered: int = 0
+        self._waiting: set[str] = set()  # keys request() waits on
 
     def with_meta(self, params: JSON | None) -> JSON | None:
         """Stateless era (2026-07-28): every request carries the per-request ``_meta`` (explicit keys win)."""
@@ -147,6 +155,25 @@ class Wire:
                     fut.set_result(sub)
                 else:
                     self.strays.append(sub)
+                    self.overdue.discard(key)
+                    if msg.get("id") is None and "error" in msg:
+                        self._idless_error("id" not in msg)
+
+    def _idless_error(self, absent: bool) -> None:
+        """An error response with no id (or a null one) that no request was waiting for. The answer to a malformed
+        frame sent raw, when one is open; otherwise, when its id is absent (the 2025-11-25 schema makes it optional
+        on an error) and the server has nothing else of ours to answer, the answer to the one request open: that
+        request's wait ends, with no response, at once instead of at its timeout. The error stays a stray, judged
+        as before (M001); only the wait is shorter."""
+        if self.raw_unanswered:
+            self.raw_unanswered -= 1
+            return
+        if not absent or self.overdue or len(self._pending) != 1:
+            return
+        ((key, fut),) = self._pending.items()
+        if key in self._waiting and not fut.done():
+            del self._pending[key]
+            fut.cancel()  # (request() reads a cancelled wait as answered without an id)
 
     def _answer_server_request(self, msg: JSON) -> None:
         method = msg.get("method")
@@ -183,24 +210,33 @@ class Wire:
         id_kind: str = "int",
         msg_id: Any = None,
     ) -> Incoming | None:
-        """Send a request and wait for the response with the same id (None on timeout)."""
+        """Send a request and wait for the response with the same id. ``None`` when none comes: on a timeout, or
+        as soon as the server answers it with an error that has no id while nothing else of ours is open on the
+        wire (it cannot be the answer to anything else, and the server has answered; a later response with the
+        id would be a second answer)."""
         rid = msg_id if msg_id is not None else self.new_id(id_kind)
         msg: JSON = {"jsonrpc": "2.0", "id": rid, "method": method}
         params = self.with_meta(params)
         if params is not None:
             msg["params"] = params
         fut = self.expect(rid)
-        await self.send(msg)
+        key = self.key(rid)
+        self._waiting.add(key)
         closed: asyncio.Future[Any] = asyncio.ensure_future(self.closed.wait())
         try:
+            await self.send(msg)
             waiting: set[asyncio.Future[Any]] = {fut, closed}
             await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
             closed.cancel()
+            self._waiting.discard(key)
+        if fut.cancelled():  # answered by an error without an id
+            return None
         if fut.done():
             return fut.result()
-        self._pending.pop(self.key(rid), None)
+        self._pending.pop(key, None)
         fut.cancel()
+        self.overdue.add(key)
         return None
 
     async def notify(self, method: str, params: JSON | None = None) -> None:
@@ -224,6 +260,8 @@ class Wire:
         """Stop waiting for the response to ``msg_id`` (a late one becomes a stray)."""
         fut = self._pending.pop(self.key(msg_id), None)
         if fut is not None:
+            if not fut.done() and msg_id is not None:
+                self.overdue.add(self.key(msg_id))
             fut.cancel()
 
     async def close(self) -> None:
@@ -295,9 +333,13 @@ class ConnectionWire(Wire):
 
     async def send(self, obj: Any, *, expect_response: bool = True) -> None:
         self.sent.append(obj)
-        await self.send_raw(json.dumps(obj, separators=(",", ":")).encode())
+        await self._frame(json.dumps(obj, separators=(",", ":")).encode())
 
     async def send_raw(self, data: bytes) -> None:
+        self.raw_unanswered += 1  # (its error, if any, has no id)
+        await self._frame(data)
+
+    async def _frame(self, data: bytes) -> None:
         if not self.alive:
             raise WireClosed(f"the {self.transport} connection is closed")
         if self.transport == "stdio" and data.endswith(b"\n"):
