@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from support import typecheck
+
 pytest_plugins = ["mcpkit.testing.plugin", "pytester"]
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -80,6 +82,15 @@ def pyright_js(node_bin: Path) -> Path:
     if not path.is_file():
         _missing_npm_peers(str(path))
     return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """One mypy cache for this worker's ``mypy --strict`` runs (support.typecheck.MYPY_CACHE): a dozen tests
+    type-check a small program against mcpkit, and each analysed all of mcpkit again with a fresh cache."""
+    typecheck.MYPY_CACHE = tmp_path_factory.mktemp("mypy-cache")
+    yield
+    typecheck.MYPY_CACHE = None
 
 
 @pytest.fixture(autouse=True)
