@@ -47,7 +47,7 @@ from .compose import MountedPrompt, MountedResource, MountedTemplate, MountedToo
 from .interceptors import Call, call_for, run_chain
 from .prefixes import check_prefix, prefixed_name
 from .request_context import CURRENT_AUTHORIZATION
-from .tool_search import mounts_serving
+from .search_routing import mounts_serving
 from .tools import CallRefused, SchemaTool, Tool
 
 if TYPE_CHECKING:

@@ -24,8 +24,9 @@ Both obey the rules a direct call obeys, because a ``call_tool`` *is* the direct
   the call runs on the same request (progress, cancellation, logging, input rounds as for a direct call).
   ``call_tool`` cannot call the search or caller tool.
 - an app with tool search may be mounted or imported: the app serving the request routes a call of the mounted
-  caller tool (``ops_call_tool``) before its own chain (:class:`CallRouting`), into its own ``tools/call`` of the
-  tool named as it serves it (``ops_purge``), so its scope rule, view and interceptors are asked about that tool;
+  caller tool (``ops_call_tool``) before its own chain (:class:`~mcpkit.server.search_routing.CallRouting`), into
+  its own ``tools/call`` of the tool named as it serves it (``ops_purge``), so its scope rule, view and
+  interceptors are asked about that tool;
   the mounted search tool finds what that app shows the caller, under its names (of an import, the copies it
   took, as they were: an import is a snapshot, searched as it is served); that app's ``tools/list`` shows
   what the mounted app lists (its two tools and pinned tools, prefixed), the others stay callable by their names.
@@ -48,22 +49,14 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import orjson
 
-from ..protocol.errors import (
-    InvalidParams,
-    MCPError,
-    MissingRequiredClientCapability,
-    TaskFailed,
-    UnknownTool,
-    URLElicitationRequired,
-)
+from ..protocol.errors import MCPError, MissingRequiredClientCapability, TaskFailed, URLElicitationRequired
 from ..protocol.jsonrpc import JSONDict
 from .compose import Mount, MountedTool, prefixed_name
-from .interceptors import Call, CallNext
 from .pagination import Snapshot
 from .request_context import CURRENT_AUTHORIZATION, Forbidden
 from .search_index import SearchIndex
-from .tools import CallRefused, SchemaTool, Tool
-from .transform import TransformedTool
+from .search_routing import CallerTool, CallRouting, caller_route, mounts_serving, routed_params
+from .tools import CallRefused, Tool
 
 if TYPE_CHECKING:
     from .context import Context
@@ -176,7 +169,12 @@ class ToolSearch:
         # the index of what an importer serves of this catalog (ToolSearch._copies_index), with those tools
         self._copies: tuple[tuple[Tool, ...], SearchIndex] | None = None
         self.search_tool: Tool = _search_tool(self)
-        self.caller_tool: Tool = _CallerTool(self)
+        self.caller_tool: Tool = CallerTool(self)
+
+    def serves_extra(self, name: str) -> bool:
+        """Whether ``call_tool`` of ``name`` (not a tool of the app's) is the app's ``tools/call`` of it (one of
+        :attr:`extra`'s)."""
+        return self.extra is not None and self.extra.serves(name)
 
     # ------------------------------------------------------------------ the catalog
 
@@ -329,84 +327,6 @@ def _forbidden_inside(exc: Forbidden, sctx: Any, called: str) -> Forbidden:
     )
 
 
-# ---------------------------------------------------------------------------------------------- routing
-
-
-def _path(tool: Tool | None, target: Tool) -> tuple[Mount, ...] | None:
-    """The mounts through which ``tool`` (an app's entry) runs ``target`` (None: it does not run it)."""
-    mounts: list[Mount] = []
-    while tool is not None and tool is not target:
-        if isinstance(tool, MountedTool):
-            mounts.append(tool.mount)
-            tool = tool.inner
-        else:
-            tool = tool.original if isinstance(tool, TransformedTool) else None
-    return None if tool is None else tuple(mounts)
-
-
-def mounts_serving(top: Any, sctx: Any, target: Tool, refusal: str) -> tuple[Mount, ...]:
-    """The mounts through which ``top`` (the app serving the request ``sctx``) serves ``target`` (a tool of an app
-    it mounts, or its own: empty): through the tool the request names, else the one way ``top`` serves it;
-    ``InvalidParams(refusal)`` when there are several (which prefix the names take is not known)."""
-    name = (sctx.rc.params or {}).get("name")
-    path = _path(top._tools.get(name) if type(name) is str else None, target)
-    if path is not None:
-        return path
-    paths = {p for tool in list(top._tools.values()) if (p := _path(tool, target)) is not None}
-    if len(paths) == 1:
-        return paths.pop()
-    raise InvalidParams(refusal)
-
-
-def _route(app: Any, params: Mapping[str, Any], derived: bool) -> tuple[ToolSearch, tuple[Mount, ...], JSONDict] | None:
-    """Whether ``params`` (of a ``tools/call`` that ``app`` serves) call a caller tool, through the mounts (and,
-    ``derived``, tools derived from it that only map their arguments): its search, the mounts, and the caller
-    tool's own arguments, when they name a tool (None: another tool; or its own input check refuses them)."""
-    name = params.get("name")
-    tool = app._tools.get(name) if type(name) is str else None
-    arguments = params.get("arguments")
-    mounts: list[Mount] = []
-    while tool is not None:
-        if isinstance(tool, MountedTool):
-            mounts.append(tool.mount)
-            tool = tool.inner
-        elif isinstance(tool, _CallerTool):
-            if type(arguments) is not dict or type(arguments.get("name")) is not str:
-                return None
-            return tool.search, tuple(mounts), arguments
-        elif derived and isinstance(tool, TransformedTool):
-            arguments = tool.original_arguments(arguments)
-            tool = tool.original if arguments is not None else None
-        else:
-            return None
-    return None
-
-
-def routed_params(
-    app: Any, search: ToolSearch, mounts: tuple[Mount, ...], arguments: JSONDict, params: Mapping[str, Any]
-) -> JSONDict:
-    """The ``tools/call`` params of the call ``app`` serves for a call of ``search``'s caller tool (reached through
-    ``mounts``) with ``arguments``: the tool they name, as ``app`` serves it. Refuses a tool of another catalog
-    (a name ``app`` serves not through ``mounts``) as one that does not exist (``UnknownTool``, as its direct call
-    is refused when it does not exist), and a synthetic tool (``InvalidParams``). The entry reached is the one
-    ``app`` serves: for an import, the copy taken then, even once the imported app replaced or removed it."""
-    name: str = arguments["name"]
-    tool: Any = app._tools.get(name)
-    for mount in mounts:
-        tool = tool.inner if isinstance(tool, MountedTool) and tool.mount is mount else None
-    if tool is None:
-        if not mounts and search.extra is not None and search.extra.serves(name):  # (a proxy's upstream tool)
-            return {**params, "name": name, "arguments": arguments.get("arguments", {})}
-        raise UnknownTool(name)
-    if tool.name in search.synthetic:
-        caller = search.call_name
-        for mount in reversed(mounts):
-            caller = prefixed_name(mount.prefix, caller)
-        raise InvalidParams(f"{caller} cannot call {name!r}: call it directly")
-    # the request's other params stay (its _meta: progress token, trace context; a 2025-11-25 task)
-    return {**params, "name": name, "arguments": arguments.get("arguments", {})}
-
-
 class _Served:
     """The tools of a mounted search's catalog as ``top`` (the app serving the request) serves them through
     ``mounts`` to the request's caller."""
@@ -447,51 +367,6 @@ class _Served:
         for mount in self._mounts:
             entry = entry.inner if isinstance(entry, MountedTool) and entry.mount is mount else None
         return entry is not None and bool(self._top._visible("tools", name, served, self._sctx))
-
-
-class CallRouting:
-    """The outermost ``tools/call`` interceptor of an app that serves a caller tool (its own, or a mounted app's):
-    the call of a caller tool becomes the call of the tool it names, as this app serves it, so this app's rules
-    (scope rule, view, interceptors, middleware, telemetry, tasks) apply to the real tool's call. Only the app
-    serving the request routes: in a mounted app's chain the call was routed already (or comes by other means,
-    e.g. a derived tool: the caller tool's own function routes it then, see :meth:`ToolSearch.call`)."""
-
-    __slots__ = ("app",)
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, call: Call, call_next: CallNext) -> Any:
-        if call.context.server is self.app:
-            params = call.params
-            routed = _route(self.app, params, False)
-            if routed is not None:
-                inner = routed_params(self.app, *routed, params)
-                authz = CURRENT_AUTHORIZATION.get()
-                if authz is not None:  # (asked already about the caller tool's call, now about the inner one's)
-                    authz.check("tools/call", inner)
-                call = call.replace(params=inner)
-        return await call_next(call)
-
-
-class _CallerTool(SchemaTool):
-    """The ``call_tool`` tool (a call of it needs the inner tool's scopes too: :meth:`Searching.asked_too`)."""
-
-    def __init__(self, search: ToolSearch) -> None:
-        super().__init__(
-            search.call_name,
-            {
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string", "description": f"The tool's name, as {search.search_name} gave it."},
-                    "arguments": {"type": "object", "description": "The tool's arguments."},
-                },
-                "required": ["name"],
-            },
-            search.call,
-            description=f"Call a tool found with {search.search_name}, by its name, with its arguments.",
-        )
-        self.search = search
 
 
 def _search_tool(search: ToolSearch) -> Tool:
@@ -564,7 +439,7 @@ class Searching:
         with the step-up challenge, as for a direct call), and :attr:`scope_rule` asks for its scopes."""
         if self._routing is None or method != "tools/call":
             return ()
-        routed = _route(self, params, True)
+        routed = caller_route(self, params, True)
         if routed is None:
             return ()
         try:
