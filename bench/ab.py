@@ -33,7 +33,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from harness import driver  # noqa: E402
+from harness import driver, serving  # noqa: E402
 from harness.contenders import command  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -166,22 +166,6 @@ def _report(
         )
 
 
-async def _ready(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"server on port {port} exited with {proc.returncode}")
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-        except OSError:
-            await asyncio.sleep(0.1)
-            continue
-        writer.close()
-        return
-    raise SystemExit(f"server on port {port} did not listen within {timeout} s")
-
-
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("contenders", nargs="+", help="name=[PYTHONPATH:]script")
@@ -202,10 +186,9 @@ async def main() -> int:
             name, script, env = _contender(spec)
             port = args.port + i
             argv = [*command(HERE / "servers" / script), "http", str(port)]
-            proc = subprocess.Popen(argv, cwd=HERE / "servers", env=env, stdout=subprocess.DEVNULL)
-            servers[name] = (proc, port)
+            servers[name] = (serving.start(argv, cwd=HERE / "servers", env=env, quiet=False), port)
         for proc, port in servers.values():
-            await _ready(port, proc)
+            await serving.listening(port, proc)
             await _load(port, args.era, 1.0, args.max_calls, args.concurrency or 32)  # warm-up
         await _alternate(
             {n: (p.pid, port) for n, (p, port) in servers.items()},
@@ -213,13 +196,7 @@ async def main() -> int:
             lambda port: _load(port, args.era, args.seconds, args.max_calls, args.concurrency or 32),
         )
     finally:
-        for proc, _ in servers.values():
-            proc.terminate()
-        for proc, _ in servers.values():
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        serving.stop(*(proc for proc, _ in servers.values()))
     return 0
 
 

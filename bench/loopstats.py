@@ -41,7 +41,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from harness import driver  # noqa: E402
+from harness import driver, serving  # noqa: E402
 from harness.contenders import command  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -194,21 +194,6 @@ async def _load(port: int, era: str, calls: int, concurrency: int, seconds: floa
             await c.close()
 
 
-async def _ready(port: int, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"server on port {port} exited with {proc.returncode}")
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-        except OSError:
-            await asyncio.sleep(0.1)
-            continue
-        writer.close()
-        return
-    raise SystemExit(f"server on port {port} did not listen within {timeout} s")
-
-
 async def _snap(proc: subprocess.Popen[bytes], out: Path, have: int) -> dict[str, float]:
     proc.send_signal(signal.SIGUSR1)
     for _ in range(200):
@@ -230,9 +215,9 @@ async def _measure(name: str, spec: str, port: int, args: argparse.Namespace) ->
     out.unlink(missing_ok=True)
     argv = [*command(Path(__file__)), "--child", str(out), "--structure" if args.counts else "--no-structure"]
     argv += [str(HERE / "servers" / script), "http", str(port)]
-    proc = subprocess.Popen(argv, cwd=HERE / "servers", env=env, stdout=subprocess.DEVNULL)
+    proc = serving.start(argv, cwd=HERE / "servers", env=env, quiet=False)
     try:
-        await _ready(port, proc)
+        await serving.listening(port, proc, timeout=60.0)
         await _load(port, args.era, min(2000, args.calls), args.concurrency, args.seconds)  # warm-up
         before = await _snap(proc, out, 0)
         u0 = resource.getrusage(resource.RUSAGE_SELF)
@@ -242,11 +227,7 @@ async def _measure(name: str, spec: str, port: int, args: argparse.Namespace) ->
         u1 = resource.getrusage(resource.RUSAGE_SELF)
         after = await _snap(proc, out, 1)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        serving.stop(proc)
         out.unlink(missing_ok=True)
     if res.calls == 0:
         raise SystemExit(f"{name}: no call completed")

@@ -41,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from harness import driver  # noqa: E402
+from harness import driver, serving  # noqa: E402
 
 EVERYTHING = ROOT / "examples" / "everything.py"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -75,30 +75,15 @@ def _children(pid: int) -> list[int]:
     return [int(x) for x in out.stdout.split()]
 
 
-def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on {port}")
-
-
 class Redis:
     def __init__(self) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise SystemExit("bench/scale.py needs redis-server on PATH")
         self.port = _free_port()
-        self.proc = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        _wait_port(self.port, self.proc)  # type: ignore[arg-type]
+        argv = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self.proc = serving.start(argv, quiet=True)
+        serving.wait_listening(self.port, self.proc)
 
     @property
     def url(self) -> str:
@@ -118,8 +103,7 @@ class Redis:
         return stats
 
     def stop(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
+        serving.stop(self.proc, grace=0)
 
 
 class Server:
@@ -136,20 +120,15 @@ class Server:
             env["MCPKIT_STATE_KEYS"] = "b" * 40
         if workers > 1:
             cmd += ["--workers", str(workers)]
-        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _wait_port(self.port, self.proc)
+        self.proc = serving.start(cmd, env=env, quiet=True)
+        serving.wait_listening(self.port, self.proc)
         time.sleep(1.0 if workers > 1 else 0.3)  # (every worker up)
 
     def pids(self) -> list[int]:
         return [self.proc.pid, *_children(self.proc.pid)]
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        serving.stop(self.proc, grace=20)
 
 
 async def _load(port: int, era: str, seconds: float, concurrency: int) -> driver.LoadResult:
