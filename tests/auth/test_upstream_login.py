@@ -6,6 +6,7 @@ through its loopback listener while a browser (httpx, cookies, the consent form 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Any
 
@@ -276,6 +277,7 @@ async def test_a_revoked_grant_drops_its_upstream_token_and_revokes_it_at_the_pr
                     form = {"token": grant["refresh_token"], "client_id": grant["client_id"]}
                     assert (await http.post(s["proxy_url"] + "/revoke", data=form)).status_code == 200
                 assert await whoami_with(s, grant["access_token"]) == "no upstream token", trigger
+                await s["login"].drain(30)  # (the revocation at the provider runs in the background)
                 # revoked at the provider: its refresh token refreshes nothing there any more
                 upstream = {"grant_type": "refresh_token", "refresh_token": upstream_refresh}
                 proxy_at_idp = (PROXY_CLIENT_ID, PROXY_CLIENT_SECRET)
@@ -286,6 +288,73 @@ async def test_a_revoked_grant_drops_its_upstream_token_and_revokes_it_at_the_pr
                 await revoked_by(trigger)
         assert await whoami_with(s, kept["access_token"]) == "login-of-alice|alice"
         assert [p for m, p, _ in s["idp_log"].requests if p == "/revoke"] == ["/revoke"] * 3
+
+
+async def test_a_revocation_at_a_slow_provider_runs_off_the_request_path_and_still_reaches_it() -> None:
+    """The revocation at the provider ran inside the proxy's ``/revoke`` (or ``/token``) request: a slow provider
+    held that answer up to its ``timeout``. It runs in the background now: ``/revoke`` answers while the provider
+    still holds the revocation, the upstream token is already gone for tools, and the provider receives it. Past
+    ``max_queued_revocations`` (1 here) waiting or running, the next one runs in its own request (never dropped).
+    ``drain()`` waits for the revocations still running. The provider holds every ``/revoke`` until the test lets it
+    go (at most 20 s)."""
+    gate = [asyncio.Event()]
+    arrived: list[float] = []
+
+    def gated(app: Any) -> Any:
+        async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http" and scope["path"] == "/revoke":
+                arrived.append(time.monotonic())
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(gate[0].wait(), 20)
+            await app(scope, receive, send)
+
+        return wrapped
+
+    async def until(condition: Any, what: str) -> None:
+        for _ in range(300):
+            if condition():
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(what)
+
+    options = {"max_queued_revocations": 1}
+    async with proxy_stack(oidc=True, idp_wrap=gated, login_options=options, provider_options={"timeout": 30}) as s:
+        login: UpstreamLogin = s["login"]
+        grants = [await sign_in(s, Browser()) for _ in range(2)]
+        upstream_refreshes = upstream_refresh_tokens(s)
+        assert len(upstream_refreshes) == 2
+        async with httpx.AsyncClient(timeout=60) as http:
+
+            async def revoke(grant: dict[str, Any]) -> httpx.Response:
+                form = {"token": grant["refresh_token"], "client_id": grant["client_id"]}
+                return await http.post(s["proxy_url"] + "/revoke", data=form)
+
+            first = await asyncio.wait_for(revoke(grants[0]), 15)  # answered while the provider holds it
+            assert first.status_code == 200
+            assert await whoami_with(s, grants[0]["access_token"]) == "no upstream token"
+            await until(lambda: len(arrived) == 1, "the provider never received the first revocation")
+            second = asyncio.create_task(revoke(grants[1]))  # the queue is full: this one runs in its request
+            await until(lambda: len(arrived) == 2, "the provider never received the second revocation")
+            await asyncio.sleep(0.2)
+            assert not second.done()  # (its answer waits for the provider)
+            gate[0].set()
+            assert (await asyncio.wait_for(second, 30)).status_code == 200
+            await login.drain(30)
+            assert login.revocation_counts == {"queued": 1, "inline": 1, "done": 2, "failed": 0}
+            # drain() (which the server's lifespan shutdown awaits) waits for a revocation still at the provider
+            gate[0] = asyncio.Event()
+            third = await sign_in(s, Browser())
+            assert (await asyncio.wait_for(revoke(third), 15)).status_code == 200
+            await until(lambda: len(arrived) == 3, "the provider never received the third revocation")
+            asyncio.get_running_loop().call_later(0.3, gate[0].set)
+            await login.drain(30)
+            assert login.revocation_counts == {"queued": 2, "inline": 1, "done": 3, "failed": 0}
+            for upstream_refresh in upstream_refreshes:  # both revoked at the provider
+                form = {"grant_type": "refresh_token", "refresh_token": upstream_refresh}
+                at_idp = await http.post(
+                    s["idp_url"] + "/token", data=form, auth=(PROXY_CLIENT_ID, PROXY_CLIENT_SECRET)
+                )
+                assert at_idp.json()["error"] == "invalid_grant"
 
 
 # ------------------------------------------------------------------------------------------- bounds

@@ -258,10 +258,12 @@ async def proxy_stack(
     secret: str = PROXY_CLIENT_SECRET,
     oidc: bool = False,
     tamper: list[IdTokenTamper] | None = None,
+    idp_wrap: Callable[[Any], Any] | None = None,
 ) -> AsyncIterator[dict[str, Any]]:
     """The IdP, then the proxy hosting the MCP server at ``<proxy>/mcp``; the proxy registered at the IdP.
     ``oidc=True``: the provider is ``UpstreamProvider.oidc(<the IdP>)`` (its discovery names no userinfo endpoint:
-    users are identified by the id_token alone); ``tamper[0]``, when set, rewrites the IdP's id_tokens."""
+    users are identified by the id_token alone); ``tamper[0]``, when set, rewrites the IdP's id_tokens; ``idp_wrap``
+    wraps the IdP's app (a slow or gated endpoint)."""
     s: dict[str, Any] = {"idp_recorded": Recorded(), "proxy_recorded": Recorded()}
 
     def make_idp(base: str) -> Any:
@@ -269,7 +271,8 @@ async def proxy_stack(
         app = s["idp"]
         if tamper is not None:
             app = tampering(s["idp"], app, lambda claims: tamper[0](claims) if tamper else (claims, None))
-        return s["idp_recorded"].wrap(app)
+        app = s["idp_recorded"].wrap(app)
+        return idp_wrap(app) if idp_wrap is not None else app
 
     async with serve(make_idp) as (idp_url, idp_log):
         discovered = (

@@ -396,6 +396,8 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
     # ------------------------------------------------------------------ ASGI
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
+            if self.upstream is not None:  # its upstream revocations still running end before the shutdown does
+                receive = self.upstream._draining(receive)
             if self.app is not None:
                 await self.app(scope, receive, send)
                 return

@@ -63,7 +63,14 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MAX_CONSENT_PAGES", "REFRESH_LEASE_MARGIN", "ConsentHook", "UpstreamLogin", "UserHook"]
+__all__ = [
+    "MAX_CONSENT_PAGES",
+    "REFRESH_LEASE_MARGIN",
+    "REVOCATION_CONCURRENCY",
+    "ConsentHook",
+    "UpstreamLogin",
+    "UserHook",
+]
 
 #: consent pages one browser may have open at once: each has its own CSRF cookie (named by its transaction); past
 #: it the oldest page's cookie is dropped (its form is then refused)
@@ -72,6 +79,9 @@ MAX_CONSENT_PAGES = 5
 #: how long a replica's lease on refreshing one sign-in's upstream tokens outlives the provider's ``timeout``
 #: (seconds): a lease whose replica died mid-refresh ends by itself then
 REFRESH_LEASE_MARGIN: float = 5.0
+
+#: upstream revocations (:meth:`UpstreamLogin.grant_revoked`) running at once in the background, per process
+REVOCATION_CONCURRENCY: int = 4
 
 #: decides, instead of the consent page, whether a client's request may go on to the provider
 ConsentHook = Callable[[AuthorizationRequest], Awaitable[bool]]
@@ -162,6 +172,10 @@ class UpstreamLogin:
             for how long after their login or last refresh (seconds).
         max_remembered_consents / consent_ttl: how many client approvals one browser's cookie remembers (the
             oldest go first) and for how long (seconds).
+        max_queued_revocations: how many revocations at the provider (of revoked grants' upstream tokens) may
+            wait or run in the background at once, per process; past it one runs in the request that revoked
+            its grant (see :meth:`grant_revoked`). ``revocation_counts`` counts them: ``queued``, ``inline``,
+            ``done`` (the provider answered 200) and ``failed``.
         clock: the time source of these lifetimes (default: the authorization server's).
     """
 
@@ -178,6 +192,7 @@ class UpstreamLogin:
         token_ttl: float = 30 * 86400.0,
         max_remembered_consents: int = 20,
         consent_ttl: float = 30 * 86400.0,
+        max_queued_revocations: int = 1_000,
         clock: Callable[[], float] | None = None,
     ) -> None:
         self.provider: UpstreamProvider = provider
@@ -190,6 +205,10 @@ class UpstreamLogin:
         self.token_ttl: float = token_ttl
         self.max_remembered_consents: int = max_remembered_consents
         self.consent_ttl: float = consent_ttl
+        self.max_queued_revocations: int = max_queued_revocations
+        self.revocation_counts: dict[str, int] = {"queued": 0, "inline": 0, "done": 0, "failed": 0}
+        self._revoking: set[asyncio.Task[None]] = set()
+        self._revoke_slots = asyncio.Semaphore(REVOCATION_CONCURRENCY)
         self._secret_given = secret is not None
         self._sealer: Sealer = Sealer(self.secret)
         self._state: UpstreamStateStorage = InMemoryUpstreamState()
@@ -464,13 +483,60 @@ class UpstreamLogin:
 
     async def grant_revoked(self, family: str) -> None:
         """The proxy revoked the grant ``family`` (a replayed code, a reused refresh token, ``/revoke``): its
-        upstream tokens are forgotten, and revoked at the provider when it has a revocation endpoint (best
-        effort, bounded by the provider's ``timeout``)."""
+        upstream tokens are forgotten at once, and revoked at the provider when it has a revocation endpoint, in
+        the background (the ``/token`` or ``/revoke`` answer does not wait for a slow provider): at most
+        :data:`REVOCATION_CONCURRENCY` at a time, each one try bounded by the provider's ``timeout``. With
+        ``max_queued_revocations`` waiting or running, this one runs here, before the answer (never dropped)."""
         key = state_key("upstream", family)
         tokens = await self._kept(key, None)
         await self._state.drop_upstream(key)
-        if tokens is not None:
-            await self.provider.revoke(tokens)
+        if tokens is None or not self.provider.revocation_url:
+            return
+        if len(self._revoking) >= self.max_queued_revocations:
+            self.revocation_counts["inline"] += 1
+            logger.warning(
+                "%d upstream revocations are already queued (max_queued_revocations): this one runs in its request",
+                len(self._revoking),
+            )
+            await self._revoke_upstream(tokens, queued=False)
+            return
+        self.revocation_counts["queued"] += 1
+        task = asyncio.create_task(self._revoke_upstream(tokens, queued=True))
+        self._revoking.add(task)
+        task.add_done_callback(self._revoking.discard)
+
+    async def _revoke_upstream(self, tokens: UpstreamTokens, queued: bool) -> None:
+        try:
+            if queued:
+                async with self._revoke_slots:
+                    done = await self.provider.revoke(tokens)
+            else:
+                done = await self.provider.revoke(tokens)
+        except Exception:  # (a bug: logged, never an unretrieved task exception)
+            logger.exception("revoking an upstream token at %s failed", self.provider.name)
+            done = False
+        else:
+            if not done:
+                logger.warning("%s refused or did not answer a revocation (best effort)", self.provider.name)
+        self.revocation_counts["done" if done else "failed"] += 1
+
+    async def drain(self, timeout: float | None = None) -> None:
+        """Wait (at most ``timeout`` seconds) for the upstream revocations still running in the background: the
+        authorization server does at shutdown, so a revocation already answered is not lost to a restart."""
+        if self._revoking:
+            await asyncio.wait(set(self._revoking), timeout=timeout)
+
+    def _draining(self, receive: Receive) -> Receive:
+        """``receive`` of the ASGI lifespan, waiting for :meth:`drain` (bounded by the provider's ``timeout``)
+        before it hands on the shutdown."""
+
+        async def wrapped() -> Any:
+            message = await receive()
+            if message.get("type") == "lifespan.shutdown":
+                await self.drain(self.provider.timeout)
+            return message
+
+        return wrapped
 
     async def upstream_token(self, token: AccessToken | None = None) -> str | None:
         """The provider's access token of the user (and client) the request being served speaks for, refreshed
