@@ -2,7 +2,7 @@
 worker B, a change made through one reaches the clients held by the other (both eras), and a standalone SSE stream
 resumes with ``Last-Event-ID`` on the other worker.
 
-Workers are launched two ways: ``python tests/support/postgres_server.py worker <url> <port> <name>`` (uvicorn +
+Workers are launched two ways: ``python tests/support/store_server.py worker postgres <url> <port> <name>`` (uvicorn +
 ``create_app`` given a PostgresFanout, a PostgresEventStore and a PostgresSessionStore) and ``mcpkit run <file>
 --transport http --postgres <url>`` (the stores built by ``create_app`` from the configuration).
 """
@@ -32,7 +32,7 @@ from .test_stores_workers import _events, _initialize, _modern, _rpc, _text, _to
 
 pytestmark = pytest.mark.postgres
 
-WORKER = [sys.executable, str(TESTS / "support" / "postgres_server.py"), "worker"]
+WORKER = [sys.executable, str(TESTS / "support" / "store_server.py"), "worker", "postgres"]
 
 RUN_SERVER = f"""
 import os

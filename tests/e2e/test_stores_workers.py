@@ -1,7 +1,7 @@
 """Several worker PROCESSES, one redis-server, one MCP endpoint: a change made through worker A reaches the clients
 held by worker B, in both eras, and what one worker seals (list cursors) another opens.
 
-Workers are launched two ways: ``python tests/support/redis_server.py worker <redis url> <port> <name>`` (uvicorn +
+Workers are launched two ways: ``python tests/support/store_server.py worker redis <url> <port> <name>`` (uvicorn +
 ``create_app(fanout=RedisFanout(...))`` with a ``RedisEventStore``, the fan-out started by the ASGI lifespan) and
 ``mcpkit run <file> --transport http`` on a server file that calls ``app.set_fanout(RedisFanout(...))`` (started by
 the app's lifespan too, or else by the first session or listen stream).
@@ -32,7 +32,7 @@ from support.redis_server import _free_port, redis_url  # noqa: F401  (the sessi
 
 pytestmark = pytest.mark.redis
 
-WORKER = [sys.executable, str(TESTS / "support" / "redis_server.py"), "worker"]
+WORKER = [sys.executable, str(TESTS / "support" / "store_server.py"), "worker", "redis"]
 
 
 def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:

@@ -19,23 +19,18 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from support.store_server import free_port as _free_port  # (the tests import it from here)
+from support.store_server import missing, wait_ready
+
 MISSING = (
     "!!! initdb/postgres NOT FOUND: the PostgreSQL store tests cannot run. Install them "
     "(`apt-get update && apt-get install -y postgresql`, or run `bash scripts/test.sh`). !!!"
 )
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def find_binaries() -> tuple[str, str] | None:
@@ -53,9 +48,8 @@ def find_binaries() -> tuple[str, str] | None:
 def require_postgres() -> tuple[str, str]:
     found = find_binaries()
     if found is None:
-        if os.environ.get("CI"):
-            pytest.fail(MISSING)
-        pytest.skip(MISSING)
+        missing(MISSING)
+    assert found is not None
     return found
 
 
@@ -143,15 +137,9 @@ class PostgresServer:
             preexec_fn=preexec,
             env=env,
         )
-        deadline = time.monotonic() + 60
-        while not (_accepts(self.port) and _answers(self.url)):  # (it listens before it is ready: "starting up")
-            if self.proc.poll() is not None:
-                out = self.proc.stdout.read().decode(errors="replace") if self.proc.stdout else ""
-                raise RuntimeError(f"postgres exited with {self.proc.returncode}: {out[-2000:]}")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("postgres did not accept connections within 60 s")
-            time.sleep(0.05)
+        # (it listens before it is ready: "the database system is starting up")
+        ready = lambda: _accepts(self.port) and _answers(self.url)  # noqa: E731
+        wait_ready(self.proc, ready, "postgres", 60, self.stop, every=0.05)
 
     @property
     def url(self) -> str:
@@ -191,21 +179,20 @@ def postgres_url() -> Iterator[str]:
 
 # ---------------------------------------------------------------------------------------------- a worker process
 #
-# `python tests/support/postgres_server.py worker POSTGRES_URL PORT NAME` serves one MCP endpoint worker on
+# `python tests/support/store_server.py worker postgres POSTGRES_URL PORT NAME` serves one MCP endpoint worker on
 # 127.0.0.1:PORT with the PostgreSQL stores given explicitly to create_app (tables under $WORKER_PREFIX); start
 # several on one PostgreSQL and they behave as one endpoint (tests/e2e/test_postgres_workers.py).
 
 
-def _worker_main(argv: list[str]) -> None:
-    import uvicorn
-
+def build_endpoint(url: str, name: str) -> object:
+    """The ASGI app of one worker on the PostgreSQL at ``url``, its tables under ``$WORKER_PREFIX`` (``python
+    tests/support/store_server.py worker postgres URL PORT NAME``)."""
     from mcpkit.stores.postgres import PostgresEventStore, PostgresFanout, PostgresSessionStore
     from mcpkit.transports.http import create_app
     from support.redis_server import worker_app
 
-    url, port, name = argv[0], int(argv[1]), argv[2]
     prefix = os.environ.get("WORKER_PREFIX", "e2e_")
-    endpoint = create_app(
+    return create_app(
         worker_app(name),
         fanout=PostgresFanout(url, prefix=prefix),
         event_store=PostgresEventStore(url, prefix=prefix),
@@ -213,21 +200,3 @@ def _worker_main(argv: list[str]) -> None:
         sse=False,
         ws=False,
     )
-    uvicorn.run(
-        endpoint,
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        lifespan="on",  # type: ignore[arg-type]
-        timeout_graceful_shutdown=2,
-    )
-
-
-if __name__ == "__main__":
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    if len(sys.argv) >= 5 and sys.argv[1] == "worker":
-        _worker_main(sys.argv[2:])
-    else:
-        sys.exit("usage: python tests/support/postgres_server.py worker POSTGRES_URL PORT NAME")

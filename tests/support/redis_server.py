@@ -19,25 +19,20 @@ from typing import Any
 
 import pytest
 
+from support.store_server import free_port as _free_port  # (the tests import it from here)
+from support.store_server import missing, wait_ready
+
 MISSING = (
     "!!! redis-server NOT FOUND: the Redis store tests cannot run. Install it "
     "(`apt-get update && apt-get install -y redis-server`, or run `bash scripts/test.sh`). !!!"
 )
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def require_redis_server() -> str:
     path = shutil.which("redis-server")
     if path is None:
-        if os.environ.get("CI"):
-            pytest.fail(MISSING)
-        pytest.skip(MISSING)
+        missing(MISSING)
+    assert path is not None
     return path
 
 
@@ -72,15 +67,7 @@ class RedisServer:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + 10
-        while not _ping(self.port):
-            if self.proc.poll() is not None:
-                out = self.proc.stdout.read().decode(errors="replace") if self.proc.stdout else ""
-                raise RuntimeError(f"redis-server exited with {self.proc.returncode}: {out[-2000:]}")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("redis-server did not answer PING within 10 s")
-            time.sleep(0.02)
+        wait_ready(self.proc, lambda: _ping(self.port), "redis-server", 10, self.stop)
 
     @property
     def url(self) -> str:
@@ -131,9 +118,8 @@ class PersistentRedis(RedisServer):
 def require_redis_cli() -> str:
     path = shutil.which("redis-cli")
     if path is None:
-        if os.environ.get("CI"):
-            pytest.fail(MISSING)
-        pytest.skip(MISSING)
+        missing(MISSING)
+    assert path is not None
     return path
 
 
@@ -219,8 +205,9 @@ def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
 
 # ---------------------------------------------------------------------------------------------- a worker process
 #
-# `python tests/support/redis_server.py worker REDIS_URL PORT` serves one MCP endpoint worker on 127.0.0.1:PORT; start
-# several on one redis-server and they behave as one endpoint (tests/e2e/test_stores_workers.py).
+# `python tests/support/store_server.py worker redis REDIS_URL PORT NAME` serves one MCP endpoint worker on
+# 127.0.0.1:PORT (build_endpoint); start several on one redis-server and they behave as one endpoint
+# (tests/e2e/test_stores_workers.py).
 
 SHARED_KEY = b"k" * 32  # every worker seals requestState and list cursors with the same key
 
@@ -276,25 +263,6 @@ def build_worker(redis_url: str, name: str) -> tuple[object, object]:
     return app, endpoint
 
 
-def _worker_main(argv: list[str]) -> None:
-    import uvicorn
-
-    redis_url, port, name = argv[0], int(argv[1]), argv[2]
-    _, asgi = build_worker(redis_url, name)
-    uvicorn.run(
-        asgi,
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        lifespan="on",  # type: ignore[arg-type]
-        timeout_graceful_shutdown=2,
-    )
-
-
-if __name__ == "__main__":
-    import sys
-
-    if len(sys.argv) >= 5 and sys.argv[1] == "worker":
-        _worker_main(sys.argv[2:])
-    else:
-        sys.exit("usage: python tests/support/redis_server.py worker REDIS_URL PORT NAME")
+def build_endpoint(redis_url: str, name: str) -> object:
+    """The ASGI app of one worker (``python tests/support/store_server.py worker redis URL PORT NAME``)."""
+    return build_worker(redis_url, name)[1]
