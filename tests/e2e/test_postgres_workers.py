@@ -10,76 +10,28 @@ Workers are launched two ways: ``python tests/support/store_server.py worker pos
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import secrets
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import orjson
 import pytest
 
 from mcpkit.stores.log import position_order
-from support.paths import TESTS
-from support.postgres_server import _free_port, postgres_url  # noqa: F401  (the session fixture)
+from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
 from support.scale import Workers
 
 from . import test_scale_workers as scale
-from .test_stores_workers import _events, _initialize, _modern, _rpc, _text, _tool_text, _wait_port
+from .test_stores_workers import (
+    _events,
+    _initialize,
+    _rpc,
+    _tool_text,
+    a_change_reaches_a_listen_stream_on_the_other_worker,
+    workers_on,
+)
 
 pytestmark = pytest.mark.postgres
-
-WORKER = [sys.executable, str(TESTS / "support" / "store_server.py"), "worker", "postgres"]
-
-RUN_SERVER = f"""
-import os
-import sys
-
-sys.path.insert(0, {str(TESTS)!r})
-from support.redis_server import worker_app
-
-app = worker_app(os.environ["WORKER_NAME"])
-"""
-
-
-@contextlib.contextmanager
-def _workers(style: str, url: str, tmp: Path) -> Iterator[dict[str, str]]:
-    """Two worker processes on one PostgreSQL (tables of a fresh prefix): ``{"A": url, "B": url}``."""
-    prefix = f"e2e{secrets.token_hex(3)}_"
-    server = tmp / "pg_server.py"
-    server.write_text(RUN_SERVER, encoding="utf-8")
-    procs: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
-    try:
-        for name in ("A", "B"):
-            port = _free_port()
-            if style == "uvicorn":
-                cmd = [*WORKER, url, str(port), name]
-            else:
-                cmd = [sys.executable, "-m", "mcpkit.cli.main", "run", str(server), "-t", "http", "--port", str(port)]
-                cmd += ["--postgres", url, "--postgres-prefix", prefix]
-            env = {**os.environ, "WORKER_NAME": name, "WORKER_PREFIX": prefix}
-            proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
-            )
-            procs[name] = (proc, port)
-        for proc, port in procs.values():
-            _wait_port(port, proc, timeout=60)
-        yield {name: f"http://127.0.0.1:{port}/mcp" for name, (_, port) in procs.items()}
-    finally:
-        for proc, _ in procs.values():
-            if proc.poll() is None:
-                proc.terminate()
-        for proc, _ in procs.values():
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-            if proc.stdout is not None:
-                proc.stdout.close()
 
 
 @pytest.fixture(scope="module", params=["uvicorn", "mcpkit-run"])
@@ -88,7 +40,7 @@ def workers(
     postgres_url: str,  # noqa: F811
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[dict[str, str]]:
-    with _workers(request.param, postgres_url, tmp_path_factory.mktemp("pg-workers")) as urls:
+    with workers_on("postgres", request.param, postgres_url, tmp_path_factory.mktemp("pg-workers")) as urls:
         yield urls
 
 
@@ -128,20 +80,7 @@ async def test_a_notification_from_one_worker_reaches_the_get_stream_on_the_othe
 
 @pytest.mark.req("S025", "M055")
 async def test_a_change_on_one_worker_reaches_a_listen_stream_on_the_other(workers: dict[str, str]) -> None:
-    async with (
-        _modern(workers["B"]) as cs_b,
-        cs_b.listen(tools=True, resource_uris=["mcpkit://doc"]) as sub,
-        _modern(workers["A"]) as cs_a,
-    ):
-        assert _text(await cs_a.call_tool("whoami", {})) == "A"
-        assert _text(await cs_a.call_tool("add_tool", {"tool_name": "pg1"})) == "added pg1 on A"
-        method, _ = await sub.next(timeout=20)
-        assert method == "notifications/tools/list_changed"
-        await cs_a.call_tool("touch", {"uri": "mcpkit://doc"})
-        method, params = await sub.next(timeout=20)
-        assert method == "notifications/resources/updated" and params["uri"] == "mcpkit://doc"
-        with pytest.raises(asyncio.TimeoutError):
-            await sub.next(timeout=0.5)  # nothing arrived twice
+    await a_change_reaches_a_listen_stream_on_the_other_worker(workers)
 
 
 @pytest.mark.req("A011", "A012")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -32,7 +33,7 @@ from support.redis_server import _free_port, redis_url  # noqa: F401  (the sessi
 
 pytestmark = pytest.mark.redis
 
-WORKER = [sys.executable, str(TESTS / "support" / "store_server.py"), "worker", "redis"]
+WORKER = [sys.executable, str(TESTS / "support" / "store_server.py"), "worker"]
 
 
 def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
@@ -47,8 +48,9 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) 
     raise RuntimeError(f"worker on port {port} did not start within {timeout} s")
 
 
-# The same worker as a file `mcpkit run` serves: set_fanout in the module, started by the first session or listen (no
-# ASGI wrapper, no event store: the CLI has no option for one).
+# The same worker as a file `mcpkit run` serves. Redis: set_fanout in the module, started by the first session or
+# listen (no ASGI wrapper, no event store: the CLI has no option for one). PostgreSQL: the stores built by
+# create_app from `--postgres`.
 RUN_SERVER = f"""
 import os
 import sys
@@ -56,39 +58,43 @@ import sys
 sys.path.insert(0, {str(TESTS)!r})
 from support.redis_server import worker_app
 
-from mcpkit.stores.redis import RedisFanout
-
 app = worker_app(os.environ["WORKER_NAME"])
-app.set_fanout(RedisFanout(os.environ["REDIS_URL"], prefix="e2e:"))
+if os.environ.get("REDIS_URL"):
+    from mcpkit.stores.redis import RedisFanout
+
+    app.set_fanout(RedisFanout(os.environ["REDIS_URL"], prefix="e2e:"))
 """
 
 
-def _launch(style: str, url: str, port: int, name: str, tmp: Path) -> subprocess.Popen[bytes]:
+def _launch(
+    backend: str, style: str, url: str, port: int, name: str, tmp: Path, prefix: str
+) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "WORKER_NAME": name}
+    env.pop("REDIS_URL", None)  # (the mcpkit-run server file starts a Redis fan-out when it is set)
+    env.update({"REDIS_URL": url} if backend == "redis" else {"WORKER_PREFIX": prefix})
     if style == "uvicorn":
-        cmd = [*WORKER, url, str(port), name]
+        cmd = [*WORKER, backend, url, str(port), name]
     else:
         server = tmp / "bus_server.py"
         server.write_text(RUN_SERVER, encoding="utf-8")
         cmd = [sys.executable, "-m", "mcpkit.cli.main", "run", str(server), "--transport", "http", "--port", str(port)]
-    return subprocess.Popen(
-        cmd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "WORKER_NAME": name, "REDIS_URL": url},
-    )
+        if backend == "postgres":
+            cmd += ["--postgres", url, "--postgres-prefix", prefix]
+    return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
 
 
 @contextlib.contextmanager
-def _workers(style: str, url: str, tmp: Path) -> Iterator[dict[str, str]]:
-    """Two worker processes on one redis-server: ``{"A": endpoint url, "B": endpoint url}``."""
+def workers_on(backend: str, style: str, url: str, tmp: Path) -> Iterator[dict[str, str]]:
+    """Two worker processes on one store (``backend`` "redis" or "postgres", the latter's tables under a fresh
+    prefix), launched in ``style`` ("uvicorn" or "mcpkit-run"): ``{"A": endpoint url, "B": endpoint url}``."""
+    prefix = f"e2e{secrets.token_hex(3)}_"
     procs: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
     try:
         for name in ("A", "B"):
             port = _free_port()
-            procs[name] = (_launch(style, url, port, name, tmp), port)
+            procs[name] = (_launch(backend, style, url, port, name, tmp, prefix), port)
         for proc, port in procs.values():
-            _wait_port(port, proc)
+            _wait_port(port, proc, timeout=20 if backend == "redis" else 60)
         yield {name: f"http://127.0.0.1:{port}/mcp" for name, (_, port) in procs.items()}
     finally:
         for proc, _ in procs.values():
@@ -96,7 +102,7 @@ def _workers(style: str, url: str, tmp: Path) -> Iterator[dict[str, str]]:
                 proc.terminate()
         for proc, _ in procs.values():
             try:
-                proc.wait(timeout=10)
+                proc.wait(timeout=10 if backend == "redis" else 15)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=10)
@@ -112,7 +118,7 @@ def workers(
     redis_url: str,  # noqa: F811
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[dict[str, str]]:
-    with _workers(request.param, redis_url, tmp_path_factory.mktemp("workers")) as urls:
+    with workers_on("redis", request.param, redis_url, tmp_path_factory.mktemp("workers")) as urls:
         yield urls
 
 
@@ -120,7 +126,7 @@ def workers(
 def store_workers(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:  # noqa: F811
     """Workers that also share a RedisEventStore and a RedisSessionStore (the uvicorn script: `mcpkit run` has no
     option for them)."""
-    with _workers("uvicorn", redis_url, tmp_path_factory.mktemp("store-workers")) as urls:
+    with workers_on("redis", "uvicorn", redis_url, tmp_path_factory.mktemp("store-workers")) as urls:
         yield urls
 
 
@@ -135,8 +141,10 @@ def _text(result: object) -> str:
     return str(getattr(content[0], "text", "")) if content else ""
 
 
-@pytest.mark.req("S025", "M055")
-async def test_a_change_on_worker_a_reaches_a_listen_stream_on_worker_b(workers: dict[str, str]) -> None:
+async def a_change_reaches_a_listen_stream_on_the_other_worker(workers: dict[str, str]) -> None:
+    """A tool added and a resource touched on worker A reach a 2026-07-28 listen stream held by worker B, once
+    each; a resource nobody on B subscribed to does not (the test of each backend: Redis here, PostgreSQL in
+    test_postgres_workers.py)."""
     async with (
         _modern(workers["B"]) as cs_b,
         cs_b.listen(tools=True, resource_uris=["mcpkit://doc"]) as sub,
@@ -145,14 +153,19 @@ async def test_a_change_on_worker_a_reaches_a_listen_stream_on_worker_b(workers:
         assert _text(await cs_a.call_tool("whoami", {})) == "A"
         assert _text(await cs_b.call_tool("whoami", {})) == "B"
         assert _text(await cs_a.call_tool("add_tool", {"tool_name": "t1"})) == "added t1 on A"
-        method, _ = await sub.next(timeout=10)
+        method, _ = await sub.next(timeout=20)
         assert method == "notifications/tools/list_changed"
         assert _text(await cs_a.call_tool("touch", {"uri": "mcpkit://doc"})) == "touched mcpkit://doc on A"
-        method, params = await sub.next(timeout=10)
+        method, params = await sub.next(timeout=20)
         assert method == "notifications/resources/updated" and params["uri"] == "mcpkit://doc"
         await cs_a.call_tool("touch", {"uri": "mcpkit://other"})  # nobody on B subscribed to that one
         with pytest.raises(asyncio.TimeoutError):
             await sub.next(timeout=0.5)  # and nothing arrived twice
+
+
+@pytest.mark.req("S025", "M055")
+async def test_a_change_on_worker_a_reaches_a_listen_stream_on_worker_b(workers: dict[str, str]) -> None:
+    await a_change_reaches_a_listen_stream_on_the_other_worker(workers)
 
 
 @pytest.mark.req("S025")
