@@ -5,6 +5,9 @@
   (closes the SSE connection mid-stream, SEP-1699), touch (list_changed fan-out), hang (cancellation probe).
 * ``running(server, **create_app_options)``: the ASGI app on a real in-process uvicorn bound to 127.0.0.1, port 0;
   yields ``(base_url, app)``.
+* ``forget_sessions(app)`` (the server forgets every session, as one restarted does) and
+  ``open_sessions_with(app, gate)`` (``await gate()`` before a request that opens a session is answered: a server
+  slow to start, or one refusing new sessions by raising ``Refuse``).
 * raw request helpers with the right headers for each era.
 """
 
@@ -12,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -148,6 +151,34 @@ async def running(server: Server, **options: Any) -> AsyncIterator[tuple[str, An
     served = wrap(app) if wrap is not None else app
     async with serve_asgi(served) as port:
         yield f"http://127.0.0.1:{port}", app
+
+
+async def forget_sessions(app: Any) -> None:
+    """The server forgets every session, as one restarted does: a client's next request gets a 404."""
+    for sid in app.streamable.session_ids():
+        await app.streamable.sessions.end(app.streamable._sessions[sid])
+
+
+class Refuse(Exception):
+    """Raised by an ``open_sessions_with`` gate: the request that opens a session is answered 503."""
+
+
+def open_sessions_with(app: Any, gate: Callable[[], Awaitable[None]]) -> None:
+    """Before the server answers a POST that opens a session (one without ``Mcp-Session-Id``), ``await gate()``:
+    a delay is a server slow to open a session; raising :class:`Refuse` answers 503 (a server still starting)."""
+    real = app.routes["/mcp"]
+
+    async def gated(scope: Any, receive: Any, send: Any) -> None:
+        if scope["method"] == "POST" and not any(k == b"mcp-session-id" for k, _ in scope["headers"]):
+            try:
+                await gate()
+            except Refuse:
+                await send({"type": "http.response.start", "status": 503, "headers": []})
+                await send({"type": "http.response.body", "body": b"starting"})
+                return
+        await real(scope, receive, send)
+
+    app.routes["/mcp"] = gated
 
 
 def handshake_headers(session_id: str | None = None, version: str | None = None, **extra: str) -> dict[str, str]:

@@ -238,6 +238,7 @@ class ClientConnection(SelfHealing):
         self._opened: OpenedTarget | None = None
         self._session: ClientSession | None = None
         self._lost: str | None = None  # why the last re-initialization failed (the next call tries again)
+        self._stale: ClientSession | None = None  # a session being replaced (see SelfHealing._reinitialize)
         self._tools: dict[str, Tool] = {}
         self._tools_complete = False
         self._listing: asyncio.Future[list[Tool]] | None = None  # the tools/list lookups share (Client.get_tool)
@@ -272,7 +273,7 @@ class ClientConnection(SelfHealing):
     async def aclose(self) -> None:
         """Close the session and the transport (stdio: close stdin, then signal; HTTP: DELETE the session)."""
         session, opened = self._session, self._opened
-        self._session = self._opened = None
+        self._session = self._opened = self._stale = None
         self._lost = None
         self._end_watches(ConnectionClosed("the client was closed"))
         if session is not None:

@@ -71,6 +71,7 @@ class SelfHealing:
         max_url_elicitations: int
         _session: ClientSession | None
         _lost: str | None
+        _stale: ClientSession | None
         _opened: OpenedTarget | None
         _lock: asyncio.Lock
         _tools_complete: bool
@@ -108,6 +109,9 @@ class SelfHealing:
         if self._session is None and self._lost is not None:  # (a re-initialization failed: try again)
             await self._reinitialize(None)
         session = self.session
+        if session is self._stale:  # (its re-initialization was interrupted: a caller gave up on it)
+            await self._reinitialize(session)
+            session = self.session
         if session.ended and self.reconnect_enabled and self.target.kind in (WS, SSE):  # (this call is not sent yet)
             await self._reinitialize(session)
             session = self.session
@@ -136,19 +140,15 @@ class SelfHealing:
 
     async def _reinitialize(self, stale: ClientSession | None) -> None:
         """Open a new session in place of ``stale`` (None: the one a failed re-initialization left; none then),
-        with bounded backoff; raises ConnectionClosed when every attempt failed: the next call tries again."""
+        with bounded backoff; raises ConnectionClosed when every attempt failed: the next call tries again.
+
+        The stale session stays the client's until the new one is open: whoever reads :attr:`session` meanwhile
+        (the inspector's watch of its connection) sees it, not a client that seems closed; a call cancelled
+        while this runs (its caller's timeout) leaves it marked stale, and the next call re-initializes first."""
         async with self._lock:
             if self._session is not stale or (stale is None and self._lost is None):
                 return  # another task already replaced the session (or the client was closed)
-            old_opened = self._opened
-            self._session = None
-            if stale is not None:
-                with contextlib.suppress(Exception):
-                    await stale.aclose()
-            if old_opened is not None:
-                with contextlib.suppress(Exception):
-                    await old_opened.aclose()
-            self._opened = None
+            self._stale = stale
             delay = self.backoff_initial
             last: BaseException | None = None
             for attempt in range(self.max_reconnect_attempts):
@@ -156,20 +156,34 @@ class SelfHealing:
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, self.backoff_max)
                 try:
-                    self._session, self._opened = await self._open()
-                    self._lost = None
-                    self.reconnects += 1
-                    self._tools_complete = False
-                    logger.info("re-initialized the session with %s", self.target.description)
-                    await self._restore_subscriptions()
-                    return
+                    session, opened = await self._open()
                 except (OSError, MCPError, TimeoutError, RequestTimeout) as exc:
                     last = exc
+                    continue
+                old_opened, self._session, self._opened = self._opened, session, opened
+                self._lost = self._stale = None
+                self.reconnects += 1
+                self._tools_complete = False
+                await self._close_stale(stale, old_opened)
+                logger.info("re-initialized the session with %s", self.target.description)
+                await self._restore_subscriptions()
+                return
+            old_opened, self._session, self._opened, self._stale = self._opened, None, None, None
+            await self._close_stale(stale, old_opened)
             self._lost = (
                 f"could not re-initialize the session with {self.target.description} after "
                 f"{self.max_reconnect_attempts} attempts: {last}"
             )
             raise ConnectionClosed(self._lost + " (the next call tries again)")
+
+    @staticmethod
+    async def _close_stale(stale: ClientSession | None, opened: OpenedTarget | None) -> None:
+        if stale is not None:
+            with contextlib.suppress(Exception):
+                await stale.aclose()
+        if opened is not None:
+            with contextlib.suppress(Exception):
+                await opened.aclose()
 
     async def _subscribe(self, uri: str) -> None:
         """``resources/subscribe``, remembered to be made again on a new session."""
