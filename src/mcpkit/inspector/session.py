@@ -170,6 +170,7 @@ class Inspector(CallsAndAsks):
         self._attempt: asyncio.Future[None] | None = None  # the connection being opened (see abandon_connect)
         self._alive_task: asyncio.Task[None] | None = None
         self._probed_at = -PROBE_MIN_INTERVAL
+        self._server_view: dict[str, Any] = {}  # the connected server as the state shows it (see snapshot)
         self._generation = 0
         self._connections = 0
         self.views: ViewTable = ViewTable(self)  # MCP Apps views shown by the page (views.py)
@@ -187,7 +188,13 @@ class Inspector(CallsAndAsks):
         return str(self._target.description)
 
     def server_name(self) -> str:
-        info = self._client.server_info if self._client is not None else None
+        client = self._client
+        if client is None:
+            info = None
+        elif client.connected:
+            info = client.server_info
+        else:  # (it could not open a new session yet: the server as it last was)
+            info = self._server_view.get("serverInfo")
         name = info.get("name") if isinstance(info, dict) else None
         return name if isinstance(name, str) and name else self.target_description
 
@@ -215,17 +222,17 @@ class Inspector(CallsAndAsks):
         }
         if whole:
             out["serverLog"] = [params for params, _ in self._server_log]
-        if client is not None:
-            out.update(
-                {
-                    "protocolVersion": client.protocol_version,
-                    "era": "modern" if client.modern else "handshake",
-                    "serverInfo": client.server_info,
-                    "capabilities": client.server_capabilities,
-                    "completions": self._completes(client),
-                    "instructions": client.instructions,
-                }
-            )
+        if client is not None and client.connected:
+            self._server_view = {
+                "protocolVersion": client.protocol_version,
+                "era": "modern" if client.modern else "handshake",
+                "serverInfo": client.server_info,
+                "capabilities": client.server_capabilities,
+                "completions": self._completes(client),
+                "instructions": client.instructions,
+            }
+        if client is not None:  # (one that could not open a new session yet shows the server as it last was)
+            out.update(self._server_view)
         return out
 
     def _set_status(self, status: str, error: dict[str, Any] | None = None) -> None:
@@ -373,6 +380,8 @@ class Inspector(CallsAndAsks):
             try:
                 reason = client.session.ended
             except Exception:  # (the client closed its session)
+                if self._target.kind == "http":
+                    continue  # it could not open a new one (the server is down): the probe's next ping tries again
                 reason = "the connection was closed"
             if reason is not None and self._client is client:
                 async with self._lock:
