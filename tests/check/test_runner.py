@@ -213,3 +213,16 @@ def test_a_server_forked_from_the_zygote_is_the_process_its_command_would_start(
         assert proc.poll() is None
         proc.terminate()
         assert proc.wait(30) == -15 and _gone(pid)
+
+
+@pytest.mark.req("S021")
+async def test_an_initialize_inside_a_batch_a_server_drops_is_judged_once_the_initialize_after_it_is_answered() -> None:
+    """A server that never answers a batch (the official Python SDK's) held every run 5 s on the initialize
+    inside a batch (S021), then sent the plain initialize that shows the server went on. The plain one now goes
+    at once: on one stream a server answers in order, so its answer coming first says the batch was dropped, and
+    the wait ends there (a late answer to the batch still counts within twice that round trip)."""
+    report = await run_checks([*FRAGILE, "--ignore-batches"], timeout=5.0, modern=False)
+    inside = [f for f in report.requirements["S021"].findings if "inside a batch" in f.evidence]
+    assert [f.status for f in inside] == [PASS], inside
+    assert "no answer (the initialize sent after it was answered first)" in inside[0].evidence, inside
+    assert report.status("M011") == FAIL, report.render_text()

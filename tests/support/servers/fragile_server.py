@@ -7,7 +7,8 @@ each turned on by a flag, for ``mcpkit check``'s tests:
 * ``--error-without-id``: error responses carry no ``id`` (the 2025-11-25 schema makes it optional on errors);
 * ``--exit-on-unknown-method``: a request for a method it does not know ends the process;
 * ``--stall-on-batch SECONDS``: a batch of two requests or more stalls the server SECONDS before it answers it, and
-  what follows waits too (a server descheduled on a busy machine).
+  what follows waits too (a server descheduled on a busy machine);
+* ``--ignore-batches``: a batch is read and never answered (as the official Python SDK's server does).
 
 Otherwise it is correct: one tool, ping, batches at 2025-03-26, -32601 for an unknown method, -32700 for bad JSON.
 """
@@ -35,6 +36,7 @@ def main() -> None:
     ap.add_argument("--error-without-id", action="store_true")
     ap.add_argument("--exit-on-unknown-method", action="store_true")
     ap.add_argument("--stall-on-batch", type=float, default=0.0)
+    ap.add_argument("--ignore-batches", action="store_true")
     opts = ap.parse_args()
     initialized = False
 
@@ -91,7 +93,9 @@ def main() -> None:
                 return
             out: Any = error(None, -32700, "Parse error")
         else:
-            if isinstance(msg, list):
+            if isinstance(msg, list) and opts.ignore_batches:
+                out = None
+            elif isinstance(msg, list):
                 if sum(isinstance(m, dict) and "id" in m for m in msg) >= 2:
                     time.sleep(opts.stall_on_batch)
                 out = [a for a in (answer(m) for m in msg) if a is not None] or None
