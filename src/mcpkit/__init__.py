@@ -13,6 +13,7 @@ _LAZY: dict[str, str] = {
     "Context": "server.context",
     "Depends": "server.dependencies",
     "ToolError": "server.app",
+    "ConfigurationError": "server.request_context",
     "Server": "server.lowlevel",
     "Client": "client.client",
     "MultiClient": "client.multi",
@@ -102,6 +103,7 @@ if TYPE_CHECKING:
     from .server.interceptors import Call, CallNext, ToolCall
     from .server.lowlevel import InputRequired, Server
     from .server.prompts import Message
+    from .server.request_context import ConfigurationError
     from .server.tools import Tool
     from .transports.stdio import StdioServer
 
@@ -154,6 +156,7 @@ __all__ = [
     "ToolCall",
     "ToolCallError",
     "ToolError",
+    "ConfigurationError",
     "ToolOutputError",
     "ResultType",
     "ToolResult",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
 from typing import Any
 
@@ -232,7 +233,8 @@ async def test_a_tool_reads_the_upstream_token_with_ctx_upstream_token(caplog: p
     """``Context`` (server layer) cannot import the proxy: the proxy installs its upstream credentials for the
     requests it passes on to its app, and ``await ctx.upstream_token()`` in a tool reads the caller's upstream
     token (the same as ``login.upstream_token()``; None once its grant is revoked). Served without a proxy, the
-    call is an error naming what is missing, not a silent None."""
+    call is an error naming what is missing, not a silent None: a configuration error, which the client is told is
+    one (with its error id; in development with the fix), and the server log names the fix."""
     async with proxy_stack() as s:
         grant = await sign_in(s, Browser())
         assert await whoami_with(s, grant["access_token"], "ctx_upstream_token") == "same"
@@ -240,12 +242,29 @@ async def test_a_tool_reads_the_upstream_token_with_ctx_upstream_token(caplog: p
             form = {"token": grant["refresh_token"], "client_id": grant["client_id"]}
             assert (await http.post(s["proxy_url"] + "/revoke", data=form)).status_code == 200
         assert await whoami_with(s, grant["access_token"], "ctx_upstream_token") == "none"
-    app = proxied_server(UpstreamLogin(UpstreamProvider.github("id", "secret")), "http://127.0.0.1:9")
-    async with serve(lambda base: create_app(app)) as (base, _):
-        async with StreamableHTTPClientTransport(base + "/mcp") as conn, ClientSession(conn) as session:
+
+    async def without_proxy(debug: bool) -> str:
+        app = proxied_server(UpstreamLogin(UpstreamProvider.github("id", "secret")), "http://127.0.0.1:9", debug)
+        async with (
+            serve(lambda base: create_app(app)) as (base, _),
+            StreamableHTTPClientTransport(base + "/mcp") as conn,
+            ClientSession(conn) as session,
+        ):
             result = await session.call_tool("ctx_upstream_token", {})
-        assert result.is_error  # (the client sees an error id; the log names what is missing)
-        assert any("AuthorizationServer(upstream=" in r.getMessage() + str(r.exc_info) for r in caplog.records)
+        assert result.is_error
+        return str(result.content[0].text)  # type: ignore[union-attr]
+
+    # in production the client learns it is the server's configuration (not its user) and the error id, nothing of
+    # the server's insides; the log names what to fix, at the first call
+    caplog.clear()
+    told = await without_proxy(debug=False)
+    assert "misconfigured" in told and "error id" in told and "AuthorizationServer" not in told, told
+    (error_id,) = re.findall(r"error id ([0-9a-f]{12})", told)
+    logged = [r.getMessage() for r in caplog.records if error_id in r.getMessage()]
+    assert len(logged) == 1 and "AuthorizationServer(upstream=UpstreamLogin(...), app=<this app>)" in logged[0]
+    # in development (MCPKit(debug=True)) the client is told what to fix as well
+    told = await without_proxy(debug=True)
+    assert "AuthorizationServer(upstream=UpstreamLogin(...), app=<this app>)" in told, told
 
 
 # ------------------------------------------------------------------------------------------- revocation

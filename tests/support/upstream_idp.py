@@ -223,8 +223,8 @@ def tampering(idp: AuthorizationServer, app: Any, tamper: IdTokenTamper) -> Any:
     return wrapped
 
 
-def proxied_server(login: UpstreamLogin, idp_url: str) -> MCPKit:
-    app = MCPKit("proxied", version="1.0.0")
+def proxied_server(login: UpstreamLogin, idp_url: str, debug: bool = False) -> MCPKit:
+    app = MCPKit("proxied", version="1.0.0", debug=debug)
 
     @app.tool
     async def upstream_whoami() -> str:

@@ -396,13 +396,15 @@ class Context:
         provider's API with it, never return it. None when none is kept for this user (not signed in through the
         proxy, forgotten past its bounds, its grant revoked, or refused at refresh): the user signs in again.
 
-        Raises RuntimeError when no OAuth proxy serves this request (stdio, or an app not passed as the proxy's
-        ``app=``): that is a deployment mistake, not a user without a token, so it is not hidden as None."""
-        from .request_context import CURRENT_UPSTREAM
+        Raises :class:`~mcpkit.ConfigurationError` (a ``RuntimeError``) when no OAuth proxy serves this request
+        (stdio, or an app not passed as the proxy's ``app=``): that is a deployment mistake, not a user without a
+        token, so it is not hidden as None. Unhandled in a tool, the client is told the server is misconfigured
+        (with the error id) and the server log says what to fix."""
+        from .request_context import CURRENT_UPSTREAM, ConfigurationError
 
         credentials = CURRENT_UPSTREAM.get()
         if credentials is None:
-            raise RuntimeError(
+            raise ConfigurationError(
                 "ctx.upstream_token() needs the app served behind an OAuth proxy: "
                 "AuthorizationServer(upstream=UpstreamLogin(...), app=<this app>)"
             )

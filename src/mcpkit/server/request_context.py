@@ -43,6 +43,13 @@ class Forbidden(MCPError):
     default_message = "Forbidden"
 
 
+class ConfigurationError(RuntimeError):
+    """A deployment mistake a handler met (``ctx.upstream_token()`` without an OAuth proxy in front, a setting of
+    yours missing): its message, the fix, goes to the server log; the client is told the server is misconfigured
+    and the error id, not the message (unless in development, ``MCPKit(debug=True)``), so the user does not sign
+    in again or retry for nothing and learns nothing of the server's insides."""
+
+
 class Authorization(Protocol):
     """The authorization decision for one caller, applied by the dispatcher to every JSON-RPC request it runs
     (each item of a batch included), whatever transport carried it: POST /mcp, /messages, /ws, stdio.

@@ -42,6 +42,7 @@ from .content import (  # the content helpers live in the leaf module; imported 
 )
 from .lowlevel import InputRequired
 from .pagination import Listed
+from .request_context import ConfigurationError
 from .schema import (
     ArgumentProblem,
     FunctionInfo,
@@ -558,10 +559,18 @@ def session_ended(exc: ConnectionClosed, request: ServerRequestContext) -> bool:
 
 def internal_error_message(what: str, exc: BaseException, debug: bool = False) -> str:
     """Log ``exc`` with a fresh error id; return the message the client may see: only the error id in
-    production, the exception's type and message too in development (``debug``: ``MCPKit(debug=True)`` or
-    ``MCPKIT_DEBUG=1``)."""
+    production (and that the server is misconfigured, for a :class:`ConfigurationError`), the exception's type and
+    message too in development (``debug``: ``MCPKit(debug=True)`` or ``MCPKIT_DEBUG=1``)."""
     error_id = uuid.uuid4().hex[:12]
-    logger.error("%s failed (error id %s)", what, error_id, exc_info=exc)
+    if isinstance(exc, ConfigurationError):
+        logger.error("%s failed: the server is misconfigured (error id %s): %s", what, error_id, exc, exc_info=exc)
+        if not debug:
+            return (
+                f"Error in {what}: the server is misconfigured for it (error id {error_id}). Its operator finds "
+                "what to fix in the server log."
+            )
+    else:
+        logger.error("%s failed (error id %s)", what, error_id, exc_info=exc)
     if debug:
         return (
             f"Error in {what}: {type(exc).__name__}: {exc} (error id {error_id}; shown because the server runs in "
