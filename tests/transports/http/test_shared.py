@@ -13,7 +13,7 @@ import pytest
 from mcpkit import MCPKit
 from mcpkit.stores.config import ScaleConfig
 from support.mcp_http import handshake_headers, initialize_body, open_session, running
-from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
+from support.postgres_server import postgres_url  # noqa: F401  (the session fixture, by name)
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 
 pytestmark = pytest.mark.redis
@@ -197,28 +197,30 @@ async def test_a_request_refused_while_redis_is_unavailable_says_so_once() -> No
         assert message.endswith("; retry shortly") and message.count("retr") == 1, message
 
 
-async def test_a_different_app_starting_on_a_redis_prefix_in_use_is_warned_about_and_still_starts(
-    redis_url: str,  # noqa: F811
-    caplog: pytest.LogCaptureFixture,
+@pytest.mark.parametrize("backend", ["redis", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def test_a_different_app_starting_on_a_prefix_in_use_is_warned_about_and_still_starts(
+    backend: str, request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Two apps sharing one Redis key prefix act as one (sessions, notifications, task caps). Each app leaves its
-    fingerprint under the prefix when it starts (its name and a digest of its tool, resource and prompt names:
-    one key, with a TTL); a worker of another app starting there logs one WARNING naming both and the option that
-    gives each its own prefix, and starts all the same (a rolling deploy that changed the tools is one app).
-    Another worker of the same app says nothing."""
+    """Two apps sharing one Redis key prefix or PostgreSQL table prefix act as one (sessions, notifications, task
+    caps). Each app leaves its fingerprint under the prefix when it starts (its name and a digest of its tool,
+    resource and prompt names: one Redis key with a TTL, one row of ``<prefix>meta`` saying when it ends), and
+    keeps it written while it runs; a worker of another app starting there logs one WARNING naming both and the
+    option that gives each its own prefix, and starts all the same (a rolling deploy that changed the tools is one
+    app). Another worker of the same app says nothing."""
     import logging
-
-    import redis.asyncio as aioredis
-
-    from mcpkit.stores.redis.fingerprint import FINGERPRINT_TTL
 
     def app(name: str, tool: str) -> MCPKit:
         server = MCPKit(name)
         server.tool(name=tool)(lambda: tool)
         return server
 
-    prefix = f"sh{secrets.token_hex(4)}:"
-    config = ScaleConfig(redis_url=redis_url, redis_prefix=prefix, state_keys=(b"k" * 32,))
+    url = request.getfixturevalue(f"{backend}_url")
+    if backend == "redis":
+        prefix = f"sh{secrets.token_hex(4)}:"
+        config = ScaleConfig(redis_url=url, redis_prefix=prefix, state_keys=(b"k" * 32,))
+    else:
+        prefix = f"sh{secrets.token_hex(4)}_"
+        config = ScaleConfig(postgres_url=url, postgres_prefix=prefix, state_keys=(b"k" * 32,))
     caplog.set_level(logging.WARNING, "mcpkit")
 
     def warnings() -> list[str]:
@@ -237,52 +239,26 @@ async def test_a_different_app_starting_on_a_redis_prefix_in_use_is_warned_about
             assert len(claims()) == 2  # (each running worker keeps its fingerprint written: alpha's and beta's)
     assert claims() == []  # (stopped with the worker)
     [said] = warnings()
-    assert "'alpha'" in said and "'beta'" in said and "MCPKIT_REDIS_PREFIX" in said and "rolling" in said, said
-    client = aioredis.from_url(redis_url)
-    try:
-        keys = [k async for k in client.scan_iter(match=f"{prefix}*")]
-        fingerprints = [k for k in keys if k.endswith(b":fingerprint")]
-        assert len(fingerprints) == 1, keys
-        assert 0 < await client.ttl(fingerprints[0]) <= FINGERPRINT_TTL  # (the bound)
-        assert b"beta" in await client.get(fingerprints[0])  # (the last app to start holds it)
-    finally:
-        await client.aclose()
+    setting = "MCPKIT_REDIS_PREFIX" if backend == "redis" else "MCPKIT_POSTGRES_PREFIX"
+    assert "'alpha'" in said and "'beta'" in said and setting in said and "rolling" in said, said
+    if backend == "redis":
+        import redis.asyncio as aioredis
 
+        from mcpkit.stores.redis.fingerprint import FINGERPRINT_TTL
 
-@pytest.mark.postgres
-async def test_a_different_app_starting_on_a_postgres_prefix_in_use_is_warned_about_and_still_starts(
-    postgres_url: str,  # noqa: F811
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """The same as on Redis, for a PostgreSQL table prefix: each app's fingerprint is one row of ``<prefix>meta``
-    (when it ends, then the fingerprint); a worker of another app starting there logs one WARNING naming both and
-    ``MCPKIT_POSTGRES_PREFIX``, and starts all the same; another worker of the same app says nothing."""
-    import logging
-
+        client = aioredis.from_url(url)
+        try:
+            keys = [k async for k in client.scan_iter(match=f"{prefix}*")]
+            fingerprints = [k for k in keys if k.endswith(b":fingerprint")]
+            assert len(fingerprints) == 1, keys
+            assert 0 < await client.ttl(fingerprints[0]) <= FINGERPRINT_TTL  # (the bound)
+            assert b"beta" in await client.get(fingerprints[0])  # (the last app to start holds it)
+        finally:
+            await client.aclose()
+        return
     import asyncpg
 
-    def app(name: str, tool: str) -> MCPKit:
-        server = MCPKit(name)
-        server.tool(name=tool)(lambda: tool)
-        return server
-
-    prefix = f"sh{secrets.token_hex(4)}_"
-    config = ScaleConfig(postgres_url=postgres_url, postgres_prefix=prefix, state_keys=(b"k" * 32,))
-    caplog.set_level(logging.WARNING, "mcpkit")
-
-    def warnings() -> list[str]:
-        return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and prefix in r.getMessage()]
-
-    async with running(app("alpha", "a"), config=config):
-        async with running(app("alpha", "a"), config=config):  # (the same app's second worker)
-            pass
-        assert warnings() == []
-        async with running(app("beta", "b"), config=config) as (base, _), httpx.AsyncClient(timeout=10) as http:
-            r = await http.post(base + "/mcp", json=initialize_body(), headers=handshake_headers())
-            assert r.status_code == 200  # (it started and serves)
-    [said] = warnings()
-    assert "'alpha'" in said and "'beta'" in said and "MCPKIT_POSTGRES_PREFIX" in said and "rolling" in said, said
-    db = await asyncpg.connect(postgres_url)
+    db = await asyncpg.connect(url)
     try:
         value = await db.fetchval(f"SELECT value FROM {prefix}meta WHERE key = 'fingerprint'")
     finally:
