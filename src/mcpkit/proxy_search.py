@@ -8,14 +8,16 @@ interceptors. With tool search on, ``tools/list`` shows of the upstream's tools 
 ``always_visible`` and those that declare ``x-mcp-header`` parameters, as a plain app does with its own.
 
 Bounds (``docs/security.md``): at most :data:`MAX_INDEXED_TOOLS` tools and :data:`MAX_INDEXED_BYTES` bytes of their
-definitions are indexed, over at most :data:`MAX_INDEXED_PAGES` pages in all; past either, the walk stops, and
-every search answer says so in its ``note`` (a warning line is logged too): the tools left out are still called by
-their names.
+definitions are indexed, over at most :data:`MAX_INDEXED_PAGES` pages in all, within :data:`MAX_WALK_SECONDS`;
+past either, the walk stops, and every search answer says so in its ``note`` (a warning line is logged too): the
+tools left out are still called by their names. An upstream's listing that names a cursor it named before ends
+there (it would never end), and a name listed again is indexed once (the first).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -31,7 +33,14 @@ from .server.prefixes import prefixed_name
 
 logger: logging.Logger = logging.getLogger("mcpkit.proxy")
 
-__all__ = ["MAX_INDEXED_BYTES", "MAX_INDEXED_PAGES", "MAX_INDEXED_TOOLS", "UpstreamCatalog", "UpstreamTool"]
+__all__ = [
+    "MAX_INDEXED_BYTES",
+    "MAX_INDEXED_PAGES",
+    "MAX_INDEXED_TOOLS",
+    "MAX_WALK_SECONDS",
+    "UpstreamCatalog",
+    "UpstreamTool",
+]
 
 #: the upstream tools a proxy's tool search indexes at most (all its upstreams together)
 MAX_INDEXED_TOOLS = 10_000
@@ -39,6 +48,8 @@ MAX_INDEXED_TOOLS = 10_000
 MAX_INDEXED_BYTES = 32 * 1024 * 1024
 #: list pages walked for the index at most (all upstreams together)
 MAX_INDEXED_PAGES = 1_000
+#: seconds a walk of the upstreams' tools may take (the search that started it, and those behind it, wait for it)
+MAX_WALK_SECONDS: float = 30.0
 
 
 def declares_headers(item: Any) -> bool:
@@ -106,7 +117,11 @@ class UpstreamCatalog:
             if not self._stale:
                 return
             self._stale = False  # (a change during the walk marks it again: the next search walks again)
-            tools, note = await self._walk()
+            try:
+                tools, note = await self._walk()
+            except BaseException:  # (the search was cancelled: the next one walks)
+                self._stale = True
+                raise
             self.tools, self.note = tools, note
             search = self.proxy.tool_search
             if search is not None:
@@ -114,8 +129,11 @@ class UpstreamCatalog:
 
     async def _walk(self) -> tuple[tuple[UpstreamTool, ...], str | None]:
         found: list[UpstreamTool] = []
+        names: set[str] = set()
         size = pages = 0
         note: str | None = None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + MAX_WALK_SECONDS
         for upstream in self.proxy.upstreams:
             primary = upstream.primary
             client = primary.client if primary is not None else None
@@ -123,12 +141,17 @@ class UpstreamCatalog:
                 continue  # (a member that is down: walked when it is back, which tells its lists changed)
             who = "the upstream" if upstream.prefix is None else f"gateway member {upstream.prefix!r}"
             cursor: str | None = None
+            cursors: set[bytes] = set()  # (digests of the cursors it named: one named again ends its listing)
             while note is None:
                 if pages >= MAX_INDEXED_PAGES:
                     note = f"only the upstream tools of the first {MAX_INDEXED_PAGES} list pages are searched"
                     break
                 try:
-                    page = await client.session.request("tools/list", {"cursor": cursor} if cursor else {})
+                    async with asyncio.timeout_at(deadline):
+                        page = await client.session.request("tools/list", {"cursor": cursor} if cursor else {})
+                except TimeoutError:
+                    note = f"only the upstream tools listed within {MAX_WALK_SECONDS:g} s are searched"
+                    break
                 except Exception as exc:  # (its tools are left out of this index; the next search walks again)
                     logger.warning("tool search: could not list the tools of %s: %s", who, exc)
                     self._stale = True
@@ -138,6 +161,8 @@ class UpstreamCatalog:
                 for item in items if isinstance(items, list) else ():
                     if not isinstance(item, dict) or not isinstance(item.get("name"), str):
                         continue
+                    if prefixed_name(upstream.prefix, item["name"]) in names:
+                        continue  # (listed again: the first is indexed)
                     size += len(orjson.dumps(item))
                     if len(found) >= MAX_INDEXED_TOOLS or size > MAX_INDEXED_BYTES:
                         note = (
@@ -146,9 +171,15 @@ class UpstreamCatalog:
                         )
                         break
                     found.append(UpstreamTool(item, upstream.prefix))
+                    names.add(found[-1].name)
                 nxt = page.get("nextCursor")
                 if not isinstance(nxt, str) or not nxt:
                     break
+                digest = hashlib.blake2b(nxt.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+                if digest in cursors:
+                    logger.warning("tool search: %s named the cursor %r twice; its listing ends there", who, nxt[:100])
+                    break
+                cursors.add(digest)
                 cursor = nxt
             if note is not None:
                 break

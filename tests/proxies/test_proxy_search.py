@@ -16,6 +16,7 @@ import mcpkit
 import mcpkit.proxy_search as proxy_search
 from mcpkit import Client
 from mcpkit.protocol.errors import MCPError
+from support.paths import SERVERS
 from support.toolkit import APPS_FILE, ERAS, build, serve_http, tool_calls
 
 pytestmark = pytest.mark.timeout(180)
@@ -23,6 +24,10 @@ pytestmark = pytest.mark.timeout(180)
 
 def _upstream(name: str) -> list[str]:
     return [sys.executable, str(APPS_FILE), name]
+
+
+def _hostile(*args: str) -> list[str]:
+    return [sys.executable, str(SERVERS / "hostile_lists.py"), *args]
 
 
 async def _search(client: Client, query: str) -> dict[str, Any]:
@@ -112,6 +117,52 @@ async def test_tool_search_on_a_proxy_says_what_its_bounds_leave_out(
         found = await _search(client, "up3")
         assert _names(found) == ["up3"] and "first 2 list pages" in found["note"]
         assert _names(await _search(client, "up4")) == []
+
+
+async def test_an_upstream_listing_that_repeats_its_cursor_is_walked_once_and_each_tool_indexed_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An upstream naming the same ``nextCursor`` again never ends its listing: the walk went on to the page bound,
+    indexing its tools once a page, so a search answered ``alpha`` ten times (and the index held 1,000 of it)."""
+    p = mcpkit.proxy(_hostile("repeat"))
+    p.add_tool_search()
+    with caplog.at_level(logging.WARNING, logger="mcpkit.proxy"):
+        async with Client(p) as client:
+            found = await _search(client, "alpha")
+            assert _names(found) == ["alpha"] and "note" not in found
+            assert _names(await _search(client, "beta")) == ["beta"]
+            assert (await client.call_tool("call_tool", {"name": "alpha"})).text == "called alpha"
+    assert "named the cursor 'again' twice" in caplog.text
+
+
+async def test_a_slow_upstream_listing_is_searched_as_far_as_the_walks_time_bound_and_the_answer_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A search waited for the whole walk, whatever it took: 1,000 pages of 0.4 s each held the first search (and
+    every search behind it) for 400 s."""
+    monkeypatch.setattr(proxy_search, "MAX_WALK_SECONDS", 1.5)
+    p = mcpkit.proxy(_hostile("slow", "1000", "0.4"))
+    p.add_tool_search()
+    async with Client(p, validate_output=False) as client:  # (no tools/list first: the proxy's is 400 s long too)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        found = await _search(client, "t0")
+        assert loop.time() - started < 1.5 + 15  # (not the 400 s of the whole listing; generous under load)
+        assert _names(found) == ["t0"] and "listed within 1.5 s" in found["note"]
+        assert "listed within 1.5 s" in (await _search(client, "t999"))["note"]  # (every answer says so)
+        assert (await client.call_tool("call_tool", {"name": "t999"})).text == "called t999"
+
+
+async def test_a_search_cancelled_while_it_walks_leaves_the_walk_to_the_next_search() -> None:
+    """A search cancelled in the middle of the walk left the catalog marked as walked, with nothing in it: every
+    later search found none of the upstream's tools until the upstream said its tools changed."""
+    p = mcpkit.proxy(_hostile("slow", "3", "0.5"))
+    p.add_tool_search()
+    async with Client(p) as client:
+        await client.list_tools()  # (known: the call below is the search, not the client's look-up of the tool)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(_search(client, "t2"), 0.3)  # (cancelled: the client says so to the proxy)
+        assert _names(await _search(client, "t2")) == ["t2"]
 
 
 async def _found_within(client: Client, query: str, name: str, seconds: float = 15.0) -> list[str]:
