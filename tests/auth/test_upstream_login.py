@@ -229,6 +229,34 @@ async def test_consent_pages_open_at_once_in_one_browser_are_each_accepted_up_to
             assert (await browser.answer(page, "approve")).status_code == 302
 
 
+async def test_sign_ins_started_at_once_in_one_browser_each_come_back_up_to_a_bound() -> None:
+    """One ``login`` cookie bound the provider's callback to the browser: a second sign-in started in the same
+    browser before the first came back (two consent pages approved, two MCP clients signing in at once) replaced
+    it, and the first one's callback was refused (403, "not started in this browser"). Each sign-in has its own
+    cookie now; past ``MAX_CONSENT_PAGES`` at once the oldest one's cookie is dropped and its callback refused."""
+    from mcpkit.auth.upstream_login import MAX_CONSENT_PAGES
+
+    async with proxy_stack() as s:
+        browser = Browser(decision=None)
+
+        async def started(state: str) -> str:
+            """The provider URL a sign-in is sent to once its consent page is approved."""
+            approved = await browser.answer(await browser.open(await authorize_url(s, state=state)), "approve")
+            assert approved.status_code == 302, approved.text
+            return str(approved.url.join(approved.headers["location"]))
+
+        at_provider = [(await started("first"), "first"), (await started("second"), "second")]
+        for url, state in at_provider:  # (the first sign-in comes back after the second began)
+            done = await browser.open(url, stop_at=REDIRECT)
+            assert done.status_code == 302 and query(done)["state"] == state and "code" in query(done), done.text
+        many = [await started(f"s{i}") for i in range(MAX_CONSENT_PAGES + 1)]
+        assert len([c for c in browser.http.cookies if "login" in c]) == MAX_CONSENT_PAGES
+        assert (await browser.open(many[0], stop_at=REDIRECT)).status_code == 403  # (the oldest: dropped)
+        for i, url in enumerate(many[1:], 1):
+            done = await browser.open(url, stop_at=REDIRECT)
+            assert query(done)["state"] == f"s{i}", done.text
+
+
 async def test_a_tool_reads_the_upstream_token_with_ctx_upstream_token(caplog: pytest.LogCaptureFixture) -> None:
     """``Context`` (server layer) cannot import the proxy: the proxy installs its upstream credentials for the
     requests it passes on to its app, and ``await ctx.upstream_token()`` in a tool reads the caller's upstream

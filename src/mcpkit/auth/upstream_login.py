@@ -73,7 +73,8 @@ __all__ = [
 ]
 
 #: consent pages one browser may have open at once: each has its own CSRF cookie (named by its transaction); past
-#: it the oldest page's cookie is dropped (its form is then refused)
+#: it the oldest page's cookie is dropped (its form is then refused). As many sign-ins may be at the provider at once
+#: from one browser: each has its own login cookie (named by its state); past it the oldest one's callback is refused
 MAX_CONSENT_PAGES = 5
 
 #: how long a replica's lease on refreshing one sign-in's upstream tokens outlives the provider's ``timeout``
@@ -151,6 +152,11 @@ class _Pending:
             return None
         request = AuthorizationRequest(client, redirect_uri, scopes, resource, state, nonce=nonce)
         return _Pending(request, **fields)
+
+
+def _login_name(state: str) -> str:
+    """The name (after ``login-``) of the cookie binding the sign-in of ``state`` to a browser."""
+    return hashlib.sha256(state.encode()).hexdigest()[:24]
 
 
 class UpstreamLogin:
@@ -316,11 +322,11 @@ class UpstreamLogin:
             if not await self.consent_hook(request):
                 await self._fail(send, request, "access_denied", "consent was not given")
                 return
-            await self._to_provider(send, pending, [])
+            await self._to_provider(scope, send, pending, [])
             return
         key = self._consent_key(request)
         if any(e[0] == key for e in self._remembered(scope)):
-            await self._to_provider(send, pending, [])
+            await self._to_provider(scope, send, pending, [])
             return
         txn, pending.csrf = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
         if not await self._put_pending(txn, pending):
@@ -331,24 +337,25 @@ class UpstreamLogin:
             (b"content-type", b"text/html; charset=utf-8"),
             (b"content-length", str(len(page)).encode()),
             *_FRAME_HEADERS,
-            *self._csrf_cookies(scope, txn, pending.csrf),
+            *self._page_cookies(scope, "csrf-", txn, pending.csrf),
         ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": page})
 
-    def _csrf_cookies(self, scope: Scope, txn: str, csrf: str) -> list[tuple[bytes, bytes]]:
-        """The CSRF cookie of a new consent page (``csrf-<txn>``, its value ``<issued>.<csrf>``), and expired
-        ones for the oldest pages this browser still has open past :data:`MAX_CONSENT_PAGES`."""
-        prefix = self._cookie("csrf-")
+    def _page_cookies(self, scope: Scope, kind: str, name: str, secret: str) -> list[tuple[bytes, bytes]]:
+        """The cookie binding a new consent page (``kind`` ``csrf-``, ``name`` its transaction) or sign-in at the
+        provider (``login-``, named by its state) to this browser, its value ``<issued>.<secret>``, and expired ones
+        for the oldest of that kind this browser still holds past :data:`MAX_CONSENT_PAGES`."""
+        prefix = self._cookie(kind)
         open_pages: list[tuple[int, str]] = []
-        for name, value in self._cookies(scope).items():
+        for held, value in self._cookies(scope).items():
             issued, _, _ = value.partition(".")
-            if name.startswith(prefix) and issued.isdigit():
-                open_pages.append((int(issued), name[len(prefix) :]))
+            if held.startswith(prefix) and issued.isdigit():
+                open_pages.append((int(issued), held[len(prefix) :]))
         open_pages.sort()
         gone = open_pages[: max(0, len(open_pages) - (MAX_CONSENT_PAGES - 1))]
-        cookies = [self._set_cookie("csrf-" + old, "", 0) for _, old in gone]
-        cookies.append(self._set_cookie("csrf-" + txn, f"{time.time_ns()}.{csrf}", self.pending_ttl))
+        cookies = [self._set_cookie(kind + old, "", 0) for _, old in gone]
+        cookies.append(self._set_cookie(kind + name, f"{time.time_ns()}.{secret}", self.pending_ttl))
         return cookies
 
     def _consent_page(self, request: AuthorizationRequest, txn: str, csrf: str) -> str:
@@ -388,9 +395,11 @@ class UpstreamLogin:
         if form.get("action") != "approve":
             await self._fail(send, pending.request, "access_denied", "the user denied the request", [clear])
             return
-        await self._to_provider(send, pending, [clear, self._remember(scope, pending.request)])
+        await self._to_provider(scope, send, pending, [clear, self._remember(scope, pending.request)])
 
-    async def _to_provider(self, send: Send, pending: _Pending, cookies: list[tuple[bytes, bytes]]) -> None:
+    async def _to_provider(
+        self, scope: Scope, send: Send, pending: _Pending, cookies: list[tuple[bytes, bytes]]
+    ) -> None:
         """Consent given: a login of the proxy's own at the provider (state, PKCE, nonce), bound to this browser."""
         state = secrets.token_urlsafe(32)
         pending.verifier, challenge = pkce_pair()
@@ -414,10 +423,8 @@ class UpstreamLogin:
             await self._fail(send, pending.request, "temporarily_unavailable", "too many sign-ins in progress", cookies)
             return
         sep = "&" if "?" in p.authorize_url else "?"
-        await self._redirect(send, p.authorize_url + sep + urlencode(params), [*cookies, self._login_cookie(state)])
-
-    def _login_cookie(self, state: str, max_age: float | None = None) -> tuple[bytes, bytes]:
-        return self._set_cookie("login", state, self.pending_ttl if max_age is None else max_age)
+        login = self._page_cookies(scope, "login-", _login_name(state), state)
+        await self._redirect(send, p.authorize_url + sep + urlencode(params), [*cookies, *login])
 
     # ------------------------------------------------------------------ /upstream/callback
     async def callback(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -429,9 +436,10 @@ class UpstreamLogin:
         pending = await self._get_pending(state, take=True) if state else None  # single use, whatever follows
         if pending is None or not pending.upstream or pending.expires_at < self.clock():
             raise _OAuthError("invalid_request", "unknown, expired or already used state")
-        if not hmac.compare_digest(self._cookies(scope).get(self._cookie("login"), ""), state):
+        login = "login-" + _login_name(state)
+        if not hmac.compare_digest(self._cookies(scope).get(self._cookie(login), "").partition(".")[2], state):
             raise _OAuthError("invalid_request", "this sign-in was not started in this browser", 403)
-        clear = [self._login_cookie("", 0)]
+        clear = [self._set_cookie(login, "", 0)]
         request = pending.request
         if "error" in q:
             error = UpstreamError(q["error"], "")
