@@ -71,6 +71,66 @@ def test_other_threads_are_read_up_to_a_bound_and_ended_ones_let_go() -> None:
     assert others_delay() is not None
 
 
+def reads() -> int:
+    """How many read system calls the calling thread has made so far (its ``/proc/thread-self/io``)."""
+    with open("/proc/thread-self/io", "rb") as f:
+        return int(f.read().split(b"syscr:")[1].split()[0])
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/thread-self/io"), reason="no I/O accounting to count the reads")
+def test_a_reading_of_the_other_threads_reads_only_what_can_have_moved_since_the_last() -> None:
+    """A suspect call reads the other threads' figures before it runs, so their cost bounds its cost: when no other
+    thread switched or ran since the last reading, nothing of theirs is read again (the last reading holds); a
+    reading afresh reads each thread's run-queue time, and its preemption count (the costly file) only when the
+    thread ran since; a thread that ran is read again."""
+    n = 48
+    stop, threads = idle_threads(n)
+    wake, done = threading.Event(), threading.Event()
+
+    def compute_when_woken() -> None:
+        while wake.wait(30) and not done.is_set():
+            wake.clear()
+            end = time.thread_time() + 0.02  # (past a scheduler tick)
+            while time.thread_time() < end:
+                pass
+
+    worker = threading.Thread(target=compute_when_woken, daemon=True)
+    worker.start()
+    try:
+        time.sleep(0.05)  # (all of them waiting)
+        overhead = -reads() + reads()
+        first = others_delay(True)
+        assert first is not None and len(first) >= n + 1
+        others = len(first) - n - 1  # the test runner's own threads, which may run meanwhile
+        r0 = reads()
+        again = others_delay(True)
+        afresh = reads() - r0 - overhead
+        assert again is not None and again.keys() == first.keys()
+        assert afresh <= len(first) + others, (afresh, len(first))  # one read each, none of the idle ones' status
+        quiet = []
+        for _ in range(20):  # (the runner's threads may run now and then)
+            r0 = reads()
+            same = others_delay()
+            quiet.append(reads() - r0 - overhead)
+            if quiet[-1] == 0:
+                break
+        assert quiet[-1] == 0 and same is not None and same.keys() == first.keys(), quiet
+        wake.set()
+        while wake.is_set():
+            time.sleep(0.005)
+        time.sleep(0.03)  # (it computed 20 ms, and waits again)
+        r0 = reads()
+        after = others_delay()
+        assert reads() - r0 - overhead >= len(first)  # it ran since: read again
+        assert after is not None and after[worker.native_id or 0][0] >= first[worker.native_id or 0][0]
+    finally:
+        stop.set()
+        done.set()
+        wake.set()
+        for t in [*threads, worker]:
+            t.join(5)
+
+
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")
 def test_a_thread_the_os_keeps_off_the_cpu_shows_its_run_queue_time_and_preemptions() -> None:
     """A thread that computes on a CPU a busy process shares is preempted: its run-queue time between two readings

@@ -42,18 +42,50 @@ except (ImportError, AttributeError):  # no per-thread rusage (not Linux): waits
 #: The most other threads :func:`others_delay` reads the figures of (it keeps two files open for each); with
 #: more, it gives None (no closer look: a wait is judged as if no other thread could have held the GIL).
 OTHERS_MAX = 64
+#: Other threads' CPU time (µs) that may go by between two readings of :func:`others_delay` without the second
+#: looking at any thread: the calling thread's own time between its two ``getrusage`` calls, which counts in the
+#: difference of the process's and the thread's CPU time.
+QUIET_SLACK_US = 50
+
+try:
+    from resource import RUSAGE_SELF, RUSAGE_THREAD, getrusage
+
+    def _others_moved_since() -> tuple[int, int, int]:
+        """What the process's other threads have done so far, from two ``getrusage`` calls (for every thread of
+        the process, Python's or not): their context switches, their CPU microseconds (with the calling thread's
+        between the two calls), and how many threads Python knows."""
+        own = getrusage(RUSAGE_THREAD)
+        all_ = getrusage(RUSAGE_SELF)
+        switches = all_.ru_nvcsw + all_.ru_nivcsw - own.ru_nvcsw - own.ru_nivcsw
+        cpu = all_.ru_utime + all_.ru_stime - own.ru_utime - own.ru_stime
+        return switches, int(cpu * 1e6), threading.active_count()
+
+except (ImportError, AttributeError):  # (no per-thread rusage: not Linux, and then no /proc either)
+
+    def _others_moved_since() -> tuple[int, int, int]:
+        return -1, -1, -1
 
 
 class _SchedStat:
     """The calling thread's ``/proc/thread-self/schedstat``, opened once (a reading is one ``pread``) and closed
     with the thread's local data when the thread ends; and, once :func:`others_delay` is asked, the same file and
-    the ``status`` file of each other thread of the process that runs Python (at most :data:`OTHERS_MAX`)."""
+    the ``status`` file of each other thread of the process that runs Python (at most :data:`OTHERS_MAX`).
 
-    __slots__ = ("fd", "others", "pid")
+    A reading of the others costs little more than two ``getrusage`` calls when no other thread switched or ran
+    since the last one (the threads of a pool waiting for work): the last one still holds, and is given again.
+    Otherwise each thread's ``schedstat`` is read (one ``pread``), and its ``status`` (a larger file, ten times as
+    long to make) only when the thread ran since its ``status`` was read: its preemption count cannot have moved
+    otherwise."""
+
+    __slots__ = ("fd", "last", "moved", "others", "pid", "seen")
 
     def __init__(self) -> None:
         self.pid: int = os.getpid()
         self.others: dict[int, tuple[int, int]] = {}  # native thread id -> its schedstat and status files
+        # native thread id -> its CPU nanoseconds when its status was read, and its preemption count then
+        self.seen: dict[int, tuple[int, int]] = {}
+        self.last: dict[int, tuple[float, int]] | None = None  # the last reading of the others
+        self.moved: tuple[int, int, int] = (-1, -1, -1)  # _others_moved_since() before it
         try:
             self.fd: int = os.open("/proc/thread-self/schedstat", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:  # not Linux, or no /proc
@@ -67,14 +99,29 @@ class _SchedStat:
         except (OSError, ValueError, IndexError):
             return None
 
-    def others_delay(self) -> dict[int, tuple[float, int]] | None:
+    def others_delay(self, fresh: bool) -> dict[int, tuple[float, int]] | None:
         if self.fd < 0:
             return None
+        moved = _others_moved_since()
+        last = self.last
+        if (
+            not fresh
+            and last is not None
+            and moved[0] == self.moved[0]
+            and moved[2] == self.moved[2]
+            and moved[1] - self.moved[1] < QUIET_SLACK_US
+        ):
+            # No other thread switched since the last reading, so none was preempted or woken since and none
+            # got a CPU from another thread of ours; none ran a scheduler tick either: their figures are those
+            # of the last reading (but for a thread that got an idle CPU within the last tick and still runs)
+            return last
+        self.last = None
         threads = threading.enumerate()
         if len(threads) > OTHERS_MAX + 1:
             return None
         own = threading.get_native_id()
         files = self.others
+        seen = self.seen
         out: dict[int, tuple[float, int]] = {}
         for t in threads:
             tid = t.native_id
@@ -88,18 +135,25 @@ class _SchedStat:
                         os.open(task + "schedstat", os.O_RDONLY | os.O_CLOEXEC),
                         os.open(task + "status", os.O_RDONLY | os.O_CLOEXEC),
                     )
-                queued = int(os.pread(fds[0], 64, 0).split()[1]) / 1e9
-                status = os.pread(fds[1], 4096, 0)
-                at = status.index(b"nonvoluntary_ctxt_switches:") + 27
-                out[tid] = (queued, int(status[at : status.index(b"\n", at)]))
+                sched = os.pread(fds[0], 64, 0).split()
+                ran = int(sched[0])
+                was = seen.get(tid)
+                if was is None or was[0] != ran:  # (it ran since: a switch is preceded by its CPU time's update)
+                    status = os.pread(fds[1], 4096, 0)
+                    at = status.index(b"nonvoluntary_ctxt_switches:") + 27
+                    was = seen[tid] = (ran, int(status[at : status.index(b"\n", at)]))
+                out[tid] = (int(sched[1]) / 1e9, was[1])
             except (OSError, ValueError, IndexError):  # (the thread ended meanwhile; its id may come back)
                 self._close(tid)
         if len(files) > len(out):
             for tid in [tid for tid in files if tid not in out]:
                 self._close(tid)  # (threads that ended: at most one file per live thread)
+        self.last = out
+        self.moved = moved
         return out
 
     def _close(self, tid: int) -> None:
+        self.seen.pop(tid, None)
         for fd in self.others.pop(tid, ()):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -131,13 +185,15 @@ def run_delay() -> float | None:
     return _stat().run_delay()
 
 
-def others_delay() -> dict[int, tuple[float, int]] | None:
+def others_delay(fresh: bool = False) -> dict[int, tuple[float, int]] | None:
     """:func:`run_delay` of every other thread of the process that runs Python, and how many times the OS has
     preempted it (native thread id -> (seconds, involuntary switches)): one the OS keeps off the CPU while it holds
     the GIL makes a thread that waits for the GIL wait as long. None where the scheduler does not say, or with more
-    than :data:`OTHERS_MAX` other threads. Two system calls per thread, so it is read only around a suspect
-    function's calls, like :func:`run_delay`."""
-    return _stat().others_delay()
+    than :data:`OTHERS_MAX` other threads. When no other thread switched or ran since the calling thread's last
+    reading, that reading is given again (two ``getrusage`` calls); otherwise a system call per thread, and one more
+    per thread that ran since (``fresh``: always so). It is read only around a suspect function's calls, like
+    :func:`run_delay`."""
+    return _stat().others_delay(fresh)
 
 
 def delay_between(

@@ -35,8 +35,10 @@ block, though, and for those that cost is pure waste. So every sync function get
   GIL): a wait past ``long_ms`` + two switch intervals (or the short ones three times) demotes it, being
   preempted does not. Nor does waiting for the GIL while the thread holding it is kept off the CPU (a busy
   machine preempts that thread too, and the call waits for the GIL as long): the suspect calls also read the
-  other Python threads' run-queue time and preemption count (:func:`mcpkit._runtime.others_delay`, two reads
-  per thread before the call, after it only when it ran long; at most 64 threads), and a short wait is judged
+  other Python threads' run-queue time and preemption count (:func:`mcpkit._runtime.others_delay`: before the
+  call, nothing of theirs when no other thread switched or ran since the last reading, two ``getrusage`` calls
+  tell; else one read per thread, two for one that ran since; all of them after the call only when it ran long;
+  at most 64 threads), and a short wait is judged
   less all of their run-queue time meanwhile (a thread the call's GIL hand-over woke is waited for while it
   waits for a CPU), a longer one less that of the threads the OS preempted meanwhile (a thread woken by a
   timer or I/O waits for a CPU without the GIL: only a preempted one can have held it so long), or less all of
@@ -391,7 +393,10 @@ class SyncPolicy:
             q1 = run_delay()
             if q0 is not None and q1 is not None:
                 # the others' run-queue time only for a call that ran long (the one that is judged)
-                woken, preempted = delay_between(o0, others_delay(), t1 - t0) if t1 - t0 > self.long_s else (0.0, 0.0)
+                # (read afresh: a thread that got an idle CPU meanwhile and still runs has not switched yet)
+                woken, preempted = (
+                    delay_between(o0, others_delay(True), t1 - t0) if t1 - t0 > self.long_s else (0.0, 0.0)
+                )
                 if u1.ru_nivcsw != u0.ru_nivcsw:
                     # preempted itself while it held the GIL: a thread that asked for the GIL meanwhile made it
                     # give the GIL up when it ran again, and wait until that thread, woken, got a CPU
