@@ -47,8 +47,13 @@ block, though, and for those that cost is pure waste. So every sync function get
   no long call confirms clears after its calls; the next one is twice as long (up to
   :data:`SUSPECT_CALLS_MAX`), or 1,000 again once a measured call showed the OS to blame. A call with no
   suspicion costs nothing more: the scheduler is read only around a suspect function's calls. A
-  learning call that waits or computes longer than ``long_ms`` ends the learning at once (it stays on the
-  thread). Functions that take a :class:`~mcpkit.server.context.Context`
+  learning call that waits or computes longer than ``long_ms`` sends the function to the worker thread at once,
+  where its calls go on being measured: one slow call (a cold cache, a first-time import) does not keep a fast
+  function off the loop for good, but it must prove itself twice as long to come back (``2 * learn_calls``
+  fast, non-waiting calls in a row after its first long call, four times as many after its second, eight after
+  its third); its :data:`LEARN_STRIKES`-th long call on the thread ends the learning for good. A function that
+  blocks now and then so never comes inline, and once inline it never goes back to learning (a long inline
+  call is judged as below). Functions that take a :class:`~mcpkit.server.context.Context`
   are never learned inline (``ctx.run()`` needs a worker thread). Whatever a sync function returns that is
   awaitable is awaited, as before.
 
@@ -122,6 +127,9 @@ EXACT_CALLS_MAX = EXACT_CALLS << 10
 SUSPECT_CALLS = 1_000
 #: The longest window of a suspicion.
 SUSPECT_CALLS_MAX = SUSPECT_CALLS << 10
+#: Long calls (past ``long_ms``: it waited or computed) while a function learns on the worker thread after which it
+#: stays there for good; after each earlier one it needs twice as many fast calls in a row as before to run inline.
+LEARN_STRIKES = 4
 
 THREAD = 0
 LEARNING = 1
@@ -223,7 +231,9 @@ class SyncPolicy:
         "_fast_s",
         "_maybe",
         "_maybe_at",
+        "_relearn",
         "_span",
+        "_strikes",
         "_suspect",
         "_suspect_window",
         "_window",
@@ -258,6 +268,8 @@ class SyncPolicy:
         else:
             self.mode = THREAD
         self._fast = 0
+        self._strikes = 0  # long calls while learning (see _measured)
+        self._relearn = 0  # fast calls in a row a function sent to the thread while learning needs (0: for good)
         self.exact: int = 0  # inline calls still to be timed with the thread's usage counters too (see ran_long)
         self._window = 0  # the length of the last window of exactly timed calls (0: none yet)
         self._maybe = 0
@@ -406,24 +418,32 @@ class SyncPolicy:
     # ------------------------------------------------------------------ worker thread
 
     def _measured(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """Runs on the worker while learning: time the call, promote after enough fast, non-waiting calls."""
+        """Runs on the worker while learning (or relearning after a long learning call): time the call, promote
+        after enough fast, non-waiting calls in a row."""
         t0 = clock()
         u0 = thread_usage()
         try:
             return self.fn(*args, **kwargs)
         finally:
             wall = clock() - t0
-            if self.mode == LEARNING:
+            mode = self.mode
+            if mode == LEARNING or (mode == THREAD and self._relearn):
                 u1 = thread_usage()
                 blocked = _blocked(u0, u1, wall)
                 if wall > self.long_s and (blocked or _by_itself(u0, u1, wall, self.long_s) == YES):
-                    self.mode = THREAD  # it waited or computed long: never inline
+                    # it waited or computed long: on the thread, perhaps for good; one slow call (a cold cache, a
+                    # first-time import) may be followed by fast ones, which bring it back, more of them each time
+                    self._strikes += 1
+                    self._fast = 0
+                    self._relearn = self.learn_calls << self._strikes if self._strikes < LEARN_STRIKES else 0
+                    self.mode = THREAD
                 elif blocked or wall > self._fast_s:
                     self._fast = 0  # it waited (or was slow, perhaps only preempted): start counting again
                 else:
                     self._fast += 1
-                    if self._fast >= self.learn_calls:
+                    if self._fast >= (self.learn_calls if mode == LEARNING else self._relearn):
                         hook_gc()
+                        self._relearn = 0  # (once inline, a long call is judged by ran_long: never learned again)
                         self.mode = INLINE
                         logger.debug("%s: %d fast calls, now runs inline", self.what, self._fast)
 
@@ -431,7 +451,7 @@ class SyncPolicy:
         """Call on a worker thread (the loop's default executor, this task's contextvars)."""
         ctx = contextvars.copy_context()
         call: functools.partial[Any]
-        if self.mode == LEARNING:
+        if self.mode == LEARNING or self._relearn:
             call = functools.partial(ctx.run, self._measured, args, kwargs)
         else:
             call = functools.partial(ctx.run, self.fn, *args, **kwargs)
@@ -472,6 +492,7 @@ __all__ = [
     "PLAIN_TYPES",
     "INLINE",
     "LEARNING",
+    "LEARN_STRIKES",
     "THREAD",
     "SyncPolicy",
     "check_sync_limits",
