@@ -28,6 +28,7 @@ from .test_stores_workers import (
     _rpc,
     _tool_text,
     a_change_reaches_a_listen_stream_on_the_other_worker,
+    a_subscription_made_on_a_reaches_the_get_stream_on_b,
     workers_on,
 )
 
@@ -58,24 +59,7 @@ async def test_a_handshake_session_created_on_a_is_used_on_b_and_deleted_everywh
 
 @pytest.mark.req("S025")
 async def test_a_notification_from_one_worker_reaches_the_get_stream_on_the_other(workers: dict[str, str]) -> None:
-    a, b = workers["A"], workers["B"]
-    async with httpx.AsyncClient(timeout=20) as http:
-        headers = await _initialize(http, a)
-        async with http.stream("GET", b, headers={**headers, "accept": "text/event-stream"}) as stream:
-            assert stream.status_code == 200  # B holds the GET stream of a session A created
-            lines = stream.aiter_lines()
-            await asyncio.wait_for(_events(lines, 1), 20)  # priming
-            assert (await _rpc(http, a, headers, "resources/subscribe", {"uri": "mcpkit://doc"})).status_code == 200
-            _tool_text(
-                await _rpc(http, a, headers, "tools/call", {"name": "touch", "arguments": {"uri": "mcpkit://doc"}})
-            )
-            ((_, data),) = await asyncio.wait_for(_events(lines, 1), 20)
-            assert orjson.loads(data) == {
-                "jsonrpc": "2.0",
-                "method": "notifications/resources/updated",
-                "params": {"uri": "mcpkit://doc"},
-            }
-        await http.delete(a, headers=headers)
+    await a_subscription_made_on_a_reaches_the_get_stream_on_b(workers)
 
 
 @pytest.mark.req("S025", "M055")

@@ -323,20 +323,32 @@ async def test_a_handshake_session_created_on_a_continues_on_b(store_workers: di
         await http.delete(a, headers=headers)
 
 
-@pytest.mark.req("S025")
-async def test_a_subscription_made_through_a_reaches_the_get_stream_on_b(store_workers: dict[str, str]) -> None:
-    a, b = store_workers["A"], store_workers["B"]
-    async with httpx.AsyncClient(timeout=10) as http:
+async def a_subscription_made_on_a_reaches_the_get_stream_on_b(workers: dict[str, str]) -> None:
+    """A handshake session made on worker A subscribes there; the resource touched on A reaches the session's GET
+    stream held by worker B (the test of each backend: Redis here, PostgreSQL in test_postgres_workers.py)."""
+    a, b = workers["A"], workers["B"]
+    async with httpx.AsyncClient(timeout=20) as http:
         headers = await _initialize(http, a)
         async with http.stream("GET", b, headers={**headers, "accept": "text/event-stream"}) as stream:
+            assert stream.status_code == 200  # B holds the GET stream of a session A created
             lines = stream.aiter_lines()
-            await asyncio.wait_for(_events(lines, 1), 10)  # priming
+            await asyncio.wait_for(_events(lines, 1), 20)  # priming
             assert (await _rpc(http, a, headers, "resources/subscribe", {"uri": "mcpkit://doc"})).status_code == 200
             _tool_text(
                 await _rpc(http, a, headers, "tools/call", {"name": "touch", "arguments": {"uri": "mcpkit://doc"}})
             )
-            ((_, data),) = await asyncio.wait_for(_events(lines, 1), 10)
-            assert orjson.loads(data)["method"] == "notifications/resources/updated"
+            ((_, data),) = await asyncio.wait_for(_events(lines, 1), 20)
+            assert orjson.loads(data) == {
+                "jsonrpc": "2.0",
+                "method": "notifications/resources/updated",
+                "params": {"uri": "mcpkit://doc"},
+            }
+        await http.delete(a, headers=headers)
+
+
+@pytest.mark.req("S025")
+async def test_a_subscription_made_through_a_reaches_the_get_stream_on_b(store_workers: dict[str, str]) -> None:
+    await a_subscription_made_on_a_reaches_the_get_stream_on_b(store_workers)
 
 
 @pytest.mark.req("S025")
