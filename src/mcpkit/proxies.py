@@ -342,7 +342,7 @@ class ProxyServer(ClientWatches):
         if own is not None:  # (one of the proxy's own components: its registries answer)
             search = self._tool_search
             if search is not None and method == "tools/call" and params.get("name") == search.search_name:
-                await self._catalog.ensure()  # (the upstream's tools, walked again if they changed)
+                await self._catalog.ensure(sctx)  # (the upstream's tools, walked again if they changed)
             answered = own(sctx, params)
             return await answered if inspect.isawaitable(answered) else answered  # type: ignore[no-any-return]
         out = upstream_params(params, sctx)

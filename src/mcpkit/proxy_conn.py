@@ -69,6 +69,7 @@ class _Conn:
         self.leases: list[_Lease] = []  # one at a time, unless the upstream speaks 2026-07-28 (it never asks)
         self.caps: JSONDict | None = None  # the client capabilities it declares upstream (None: all it can)
         self.watched: frozenset[str] = frozenset()  # (a pooled stdio process) the URIs it is subscribed to
+        self.tools_changes: int = 0  # the times the upstream said its tools changed here (searched again)
 
     @property
     def lease(self) -> _Lease | None:
@@ -132,6 +133,8 @@ class _Conn:
         proxy = self.proxy
         prefix = self.prefix
         if method.endswith("/list_changed"):
+            if method == "notifications/tools/list_changed":
+                self.tools_changes += 1
             if self.session is not None and not self.session.closed:
                 await self.session.notify(method, None)
             elif self.session is None:  # the primary or a pool connection: the listen streams hear of it

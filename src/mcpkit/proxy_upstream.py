@@ -470,6 +470,12 @@ class Upstream(UpstreamWatch):
             weakref.finalize(session, self._release_session_conn, conn)
         return conn
 
+    def own_conn(self, session: ServerSession) -> _Conn | None:
+        """The upstream session of a handshake-era client session, when it has one that stands (where its
+        requests go), else None (its first request opens one)."""
+        conn = self._sessions.get(session)
+        return conn if conn is not None and _alive(conn) else None
+
     async def _open_session(self, session: ServerSession) -> _Conn:
         conn = await self._open(session)
         assert conn.client is not None

@@ -206,3 +206,46 @@ async def test_a_proxys_tool_search_walks_the_upstreams_tools_again_when_it_send
             grown = await client.call_tool("call_tool", {"name": "grow", "arguments": {"name": "sprout"}})
             assert grown.text == "grown"
             assert await _found_within(client, "sprout", "sprout") == ["sprout"]
+
+
+async def test_a_handshake_era_sessions_search_finds_the_tool_its_own_stdio_upstream_process_added() -> None:
+    """A handshake-era session's requests go to a stdio upstream process of its own: a tool that process adds is
+    one the session can call, and its next search finds it (it used to search the proxy's own process only, and
+    found nothing). Another session, whose process has no such tool, does not find it."""
+    p = mcpkit.proxy(_upstream("cached"), client_options={"mode": "handshake"})
+    p.add_tool_search()
+    async with Client(p, mode="handshake") as client, Client(p, mode="handshake") as other:
+        assert _names(await _search(client, "sprout")) == []
+        grown = await client.call_tool("call_tool", {"name": "grow", "arguments": {"name": "sprout"}})
+        assert grown.text == "grown"
+        assert await _found_within(client, "sprout", "sprout") == ["sprout"]
+        assert (await client.call_tool("call_tool", {"name": "sprout"})).text == "sprout"
+        assert _names(await _search(client, "grow")) == ["grow"]  # (the others are still found)
+        assert _names(await _search(other, "sprout")) == []
+        assert "reads" in (await other.call_tool("asked", {})).structured  # (a process of its own now: no sprout)
+        assert _names(await _search(other, "sprout")) == [] and _names(await _search(other, "grow")) == ["grow"]
+        assert [t.name for t in await client.list_tools()] == ["search_tools", "call_tool"]
+
+
+async def test_the_sessions_own_tool_lists_are_bounded_past_which_a_session_searches_the_proxys_list(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past :data:`MAX_SESSION_INDEXED_BYTES` (all sessions' own lists together), a session whose upstream process
+    lists other tools than the proxy's connection searches the proxy's list, and its answers say so; the tool is
+    still called by its name."""
+    monkeypatch.setattr(proxy_search, "MAX_SESSION_INDEXED_BYTES", 100)  # (a definition is about 100 bytes)
+    p = mcpkit.proxy(_upstream("cached"), client_options={"mode": "handshake"})
+    p.add_tool_search()
+    async with Client(p, mode="handshake") as client:
+        assert "reads" in (await client.call_tool("asked", {})).structured  # (its own process: the same list)
+        found = await _search(client, "grow")
+        assert _names(found) == ["grow"] and "note" not in found  # (the same list: the proxy's, shared)
+        grown = await client.call_tool("call_tool", {"name": "grow", "arguments": {"name": "sprout"}})
+        assert grown.text == "grown"
+        deadline = asyncio.get_running_loop().time() + 15.0
+        while "note" not in found and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.1)
+            found = await _search(client, "sprout")
+        assert _names(found) == [] and "own upstream sessions list are not searched" in found["note"]
+        assert _names(await _search(client, "grow")) == ["grow"]
+        assert (await client.call_tool("call_tool", {"name": "sprout"})).text == "sprout"

@@ -125,7 +125,7 @@ class CallRouting:
     __slots__ = ("app",)
 
     def __init__(self, app: Any) -> None:
-        self.app = app
+        self.app: Any = app
 
     async def __call__(self, call: Call, call_next: CallNext) -> Any:
         if call.context.server is self.app:

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import operator
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -144,6 +145,12 @@ class ExtraTools(Protocol):
         """Whether ``call_tool`` of ``name`` (not a tool of the app's) is the app's ``tools/call`` of it."""
         ...
 
+    def for_request(self, sctx: Any) -> ExtraTools:
+        """The extra tools the search of the request ``sctx`` covers: these, or those its caller can call when
+        they differ (a proxy's session with upstream sessions of its own). The index of another one than these
+        is kept while its ``tools`` are the same sequence (one that is these ``tools`` shares their index)."""
+        ...
+
 
 class ToolSearch:
     """The tool search of one app (what :meth:`Searching.add_tool_search` installs)."""
@@ -168,6 +175,10 @@ class ToolSearch:
         self._lock = threading.Lock()
         # the index of what an importer serves of this catalog (ToolSearch._copies_index), with those tools
         self._copies: tuple[tuple[Tool, ...], SearchIndex] | None = None
+        # the indexes with other extra tools than ``extra``'s (ExtraTools.for_request), while those live
+        self._scoped: weakref.WeakKeyDictionary[Any, tuple[int, Sequence[Any], SearchIndex]] = (
+            weakref.WeakKeyDictionary()
+        )
         self.search_tool: Tool = _search_tool(self)
         self.caller_tool: Tool = CallerTool(self)
 
@@ -184,8 +195,14 @@ class ToolSearch:
             self._generation += 1
             self._index = None
 
-    def index(self) -> SearchIndex:
-        """The index of the catalog as it is now (built here when there is none)."""
+    def index(self, extra: ExtraTools | None = None) -> SearchIndex:
+        """The index of the catalog as it is now (built here when there is none), with :attr:`extra`'s tools, or
+        with ``extra``'s (:meth:`ExtraTools.for_request`)."""
+        if extra is not None and extra is not self.extra and self.extra is not None:
+            if extra.tools is not self.extra.tools:
+                return self._scoped_index(extra)
+            with self._lock:  # (it has these tools now: an index of others it had is not needed any more)
+                self._scoped.pop(extra, None)
         index = self._index
         if index is None:
             generation = self._generation
@@ -198,6 +215,21 @@ class ToolSearch:
             with self._lock:
                 if self._generation == generation:
                     self._index = index
+        return index
+
+    def _scoped_index(self, extra: ExtraTools) -> SearchIndex:
+        """The index of the app's tools with ``extra``'s (kept while the catalog and ``extra``'s tools stay)."""
+        generation, tools = self._generation, extra.tools
+        with self._lock:
+            kept = self._scoped.get(extra)
+        if kept is not None and kept[0] == generation and kept[1] is tools:
+            return kept[2]
+        registered = list(self.app._tools.items())  # (a copy in one step: the loop may register meanwhile)
+        own = {name for name, _ in registered}
+        listed = [tool for name, tool in registered if name not in self.synthetic]
+        index = SearchIndex(listed + [tool for tool in tools if tool.name not in own], self.keyword)
+        with self._lock:
+            self._scoped[extra] = (generation, tools, index)
         return index
 
     def _copies_index(self, served: _Served) -> SearchIndex:
@@ -240,9 +272,10 @@ class ToolSearch:
 
             visible = shown
 
-        found = self.index().search(str(arguments["query"]), limit, visible)
+        extra = self.extra.for_request(sctx) if self.extra is not None else None
+        found = self.index(extra).search(str(arguments["query"]), limit, visible)
         answer: JSONDict = {"tools": [orjson.loads(tool.listed(feats)) for tool in found]}
-        note = self.extra.note if self.extra is not None else None
+        note = extra.note if extra is not None else None
         if note:
             answer["note"] = note
         return answer
