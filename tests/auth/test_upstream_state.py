@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -20,7 +21,13 @@ from mcpkit.auth import AuthorizationServer, JWTVerifier, RedisAuthStorage, prot
 from mcpkit.auth._util import pkce_pair
 from mcpkit.auth.upstream import UpstreamProvider
 from mcpkit.auth.upstream_login import UpstreamLogin
-from mcpkit.auth.upstream_state import InMemoryUpstreamState, Sealer, state_key
+from mcpkit.auth.upstream_state import (
+    InMemoryUpstreamState,
+    RefreshLeaseStorage,
+    Sealer,
+    UpstreamStateStorage,
+    state_key,
+)
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.transports.http import create_app
 from mcpkit.transports.http.streamable_client import StreamableHTTPClientTransport
@@ -265,3 +272,24 @@ async def test_a_refresh_lease_has_one_owner_until_it_is_released_or_expires(
         assert set(storage._leases) == {"k"}  # the expired ones are gone
     else:
         await storage.aclose()
+
+
+class StateOnlyStorage(InMemoryUpstreamState):
+    """A storage of a user's own written against the proxy's state alone (before refresh leases existed)."""
+
+    acquire_lease = None  # type: ignore[assignment]
+    release_lease = None  # type: ignore[assignment]
+
+
+def test_a_storage_with_the_proxys_state_but_no_leases_still_keeps_it_and_says_refreshes_are_per_replica(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Refresh leases came after ``UpstreamStateStorage``: a storage implementing that alone keeps the proxy's
+    state as before (logins may still cross replicas), and the startup log says an expired upstream token is
+    refreshed once per replica, not across them."""
+    storage = StateOnlyStorage()
+    assert isinstance(storage, UpstreamStateStorage) and not isinstance(storage, RefreshLeaseStorage)
+    login = UpstreamLogin(UpstreamProvider.github("id", "secret"), secret=SECRET)
+    with caplog.at_level(logging.WARNING, "mcpkit.auth.upstream_login"):
+        AuthorizationServer("http://127.0.0.1:1", upstream=login, storage=storage)  # type: ignore[arg-type]
+    assert any("StateOnlyStorage" in r.getMessage() and "once per replica" in r.getMessage() for r in caplog.records)

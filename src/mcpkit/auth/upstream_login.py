@@ -56,7 +56,7 @@ from .._asgi import Receive, Scope, Send
 from ._util import _OAuthError, header, pkce_pair
 from .storage import AuthorizationRequest, ClientRecord
 from .upstream import UpstreamError, UpstreamIdentity, UpstreamProvider, UpstreamTokens
-from .upstream_state import InMemoryUpstreamState, Sealer, UpstreamStateStorage, state_key
+from .upstream_state import InMemoryUpstreamState, RefreshLeaseStorage, Sealer, UpstreamStateStorage, state_key
 
 if TYPE_CHECKING:
     from .verifiers import AccessToken
@@ -218,6 +218,7 @@ class UpstreamLogin:
         self._secret_given = secret is not None
         self._sealer: Sealer = Sealer(self.secret)
         self._state: UpstreamStateStorage = InMemoryUpstreamState()
+        self._leases: RefreshLeaseStorage = InMemoryUpstreamState()  # (the storage's, when it has them: bind)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._server: _Host | None = None
         self._own_clock = clock is not None
@@ -238,6 +239,14 @@ class UpstreamLogin:
                     "it seals the pending logins and upstream tokens kept there"
                 )
             self._state = server.storage
+            if isinstance(server.storage, RefreshLeaseStorage):
+                self._leases = server.storage
+            else:
+                logger.warning(
+                    "%s keeps the OAuth proxy's state but has no refresh leases (RefreshLeaseStorage): an expired "
+                    "upstream token is refreshed once per replica, not once across them",
+                    type(server.storage).__name__,
+                )
 
     @property
     def server(self) -> _Host:
@@ -580,7 +589,7 @@ class UpstreamLogin:
         lease, owner = self.provider.timeout + REFRESH_LEASE_MARGIN, secrets.token_urlsafe(16)
         give_up, pause = time.monotonic() + 2 * lease, 0.02
         while True:
-            if await self._state.acquire_lease(key, owner, lease):
+            if await self._leases.acquire_lease(key, owner, lease):
                 try:
                     tokens = await self._kept(key, user)  # another replica may have refreshed them meanwhile
                     if tokens is None or not self._expired(tokens):
@@ -593,7 +602,7 @@ class UpstreamLogin:
                     await self._keep(family, user[0], user[1], tokens)
                     return tokens.access_token
                 finally:
-                    await self._state.release_lease(key, owner)
+                    await self._leases.release_lease(key, owner)
             await asyncio.sleep(pause)  # another replica refreshes: read what it keeps
             pause = min(2 * pause, 0.25)
             tokens = await self._kept(key, user)

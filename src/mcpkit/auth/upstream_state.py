@@ -18,7 +18,7 @@ import time
 from collections import OrderedDict
 from typing import Protocol, runtime_checkable
 
-__all__ = ["InMemoryUpstreamState", "Sealer", "UpstreamStateStorage", "state_key"]
+__all__ = ["InMemoryUpstreamState", "RefreshLeaseStorage", "Sealer", "UpstreamStateStorage", "state_key"]
 
 
 def state_key(*parts: str) -> str:
@@ -88,10 +88,17 @@ class UpstreamStateStorage(Protocol):
         """Forget a user's upstream tokens."""
         ...
 
+
+@runtime_checkable
+class RefreshLeaseStorage(Protocol):
+    """A storage whose leases make the refresh of one sign-in's expired upstream tokens single-flight across every
+    replica sharing it (:class:`InMemoryUpstreamState` and :class:`~mcpkit.auth.redis_storage.RedisAuthStorage`
+    are). An :class:`UpstreamStateStorage` without it still works: the refresh is then one at a time per
+    process only, and two replicas may both refresh (a warning at startup says so)."""
+
     async def acquire_lease(self, key: str, owner: str, ttl: float) -> bool:
         """Take the lease ``key`` for ``owner`` for ``ttl`` seconds (real time) unless another owner holds a live
-        one (False then): one refresh of a user's upstream tokens at a time across every replica. A lease whose
-        owner died ends by itself at its expiry."""
+        one (False then). A lease whose owner died ends by itself at its expiry."""
         ...
 
     async def release_lease(self, key: str, owner: str) -> None:
@@ -100,8 +107,8 @@ class UpstreamStateStorage(Protocol):
 
 
 class InMemoryUpstreamState:
-    """:class:`UpstreamStateStorage` in this process (one replica): the in-memory storage's, and the proxy's own
-    when the server's storage keeps no such state."""
+    """:class:`UpstreamStateStorage` and :class:`RefreshLeaseStorage` in this process (one replica): the in-memory
+    storage's, and the proxy's own when the server's storage keeps no such state."""
 
     def __init__(self) -> None:
         self._pending: dict[str, tuple[bytes, float]] = {}
