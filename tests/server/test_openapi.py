@@ -177,15 +177,34 @@ async def test_header_and_cookie_parameters_are_arguments_sent_where_they_belong
 @BOTH
 @ERA
 async def test_a_path_argument_never_leaves_its_segment(transport: str, mode: str) -> None:
+    """A path argument is one segment: what would change the path is encoded, and a value holding ``/`` (or ``\\``)
+    is refused before anything is sent, since the API decodes even ``%2F`` before it routes (the model would reach
+    ``/files/{name}/delete`` with ``{"name": "a/delete"}``)."""
     async with api() as (base, served), connect(base, "3.1", transport, mode) as client:
         before = len(served.state.seen)
-        for name in ("../admin", "..%2Fadmin", "a/../../stats", "//203.0.113.9/x", "?q=1#frag"):
-            await client.call_tool("getFile", {"name": name})
+        for name in ("..%2Fadmin", "?q=1#frag", "%5C..", "a;b=c"):
+            assert not (await client.call_tool("getFile", {"name": name})).is_error
         for name in ("..", ".", ""):
             refused = await client.call_tool("getFile", {"name": name})
             assert refused.is_error and "cannot be" in refused.text
+        for name in ("a/delete", "../admin", "a/../../stats", "//203.0.113.9/x", "a\\delete", "/"):
+            refused = await client.call_tool("getFile", {"name": name})
+            assert refused.is_error and "cannot hold" in refused.text, name
         paths = [s["path"] for s in served.state.seen[before:]]
-        assert len(paths) == 5 and all(p.startswith("/files/") and p.count("/") == 2 for p in paths), paths
+        assert len(paths) == 4 and all(p.startswith("/files/") and p.count("/") == 2 for p in paths), paths
+
+
+async def test_a_path_parameter_named_in_path_slashes_takes_a_path_whose_parts_are_checked() -> None:
+    """``path_slashes=("name",)``: the operator says the API takes a path there (FastAPI's ``/files/{name:path}``,
+    which its document shows as ``/files/{name}``); its ``/`` are sent as they are and reach the handler whole,
+    while an empty, ``.`` or ``..`` part, or a ``\\``, is still refused."""
+    async with api() as (base, served), connect(base, "3.1", "http", "handshake", path_slashes=("name",)) as client:
+        before = len(served.state.seen)
+        assert (await client.call_tool("getFile", {"name": "docs/a b.txt"})).structured == {"name": "docs/a b.txt"}
+        for name in ("docs/../secret", "docs//x", "./x", "docs/", "a\\b"):
+            refused = await client.call_tool("getFile", {"name": name})
+            assert refused.is_error and "cannot hold" in refused.text, name
+        assert [s["path"] for s in served.state.seen[before:]] == ["/files/docs/a%20b.txt"]
 
 
 @BOTH

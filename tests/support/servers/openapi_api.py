@@ -95,7 +95,7 @@ def build_api() -> FastAPI:
     def stats() -> Stats:
         return Stats(count=len(pets), names=sorted(p.name for p in pets.values()))
 
-    @app.get("/files/{name}", operation_id="getFile")
+    @app.get("/files/{name:path}", operation_id="getFile")
     def get_file(name: str) -> dict[str, str]:
         return {"name": name}
 

@@ -68,6 +68,7 @@ class OpenAPIImport:
         output_schemas: bool = True,
         validate_output: bool = True,
         forward_headers: Iterable[str] = (),
+        path_slashes: Iterable[str] = (),
         **options: Any,
     ) -> Self:
         """An app whose components call the API that ``spec`` (an OpenAPI 3.0 or 3.1 document: a dict, JSON or
@@ -94,6 +95,11 @@ class OpenAPIImport:
                 the MCP authorization rules forbid passing it through to another service (the confused-deputy
                 problem) unless that service trusts the same tokens, which is yours to know. Over stdio there is
                 no request to take them from. Hop-by-hop headers, ``Host`` and ``Content-Length`` are refused.
+            path_slashes: names of path parameters whose values may hold ``/`` (a file path the API takes whole,
+                ``/repos/{owner}/{repo}/contents/{path}``), sent as they are. Anywhere else a ``/`` or ``\\`` in a
+                path argument is refused: the API decodes even an encoded ``/`` before it routes, so the model
+                would choose which route it calls (``{"name": "a/delete"}`` reaching ``/files/{name}/delete``).
+                A named parameter's parts are still refused when empty, ``.`` or ``..``.
             **options: passed to the app's constructor (``version``, ``instructions``, ``include_tags``, ...).
         """
         from .build import populate
@@ -115,6 +121,7 @@ class OpenAPIImport:
             output_schemas=output_schemas,
             validate_output=validate_output,
             forward_headers=forward_headers,
+            path_slashes=path_slashes,
             document=doc,
         )
         return app

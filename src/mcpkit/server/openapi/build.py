@@ -49,6 +49,7 @@ def populate(
     output_schemas: bool = True,
     validate_output: bool = True,
     forward_headers: Iterable[str] = (),
+    path_slashes: Iterable[str] = (),
     document: Document | None = None,
 ) -> list[Operation]:
     """Register on ``app`` a component per operation of ``spec`` that the route rules expose; the operations
@@ -68,6 +69,7 @@ def populate(
         timeout=timeout,
         max_response_bytes=max_response_bytes,
         forward_headers=forward_headers,
+        path_slashes=path_slashes,
     )
     reader = Reader(
         doc,

@@ -2,11 +2,13 @@
 
 The request goes through the ``httpx.AsyncClient`` the operator gave (its headers, auth, cookies, TLS settings
 and connection pool), to the base URL joined with the operation's path. What the model supplies never chooses
-where it goes: path parameters are percent-encoded as one segment each (``/`` included), a value that is empty,
-``.`` or ``..`` is refused, the URL built is checked against the allowed origins before it is sent, and redirects
-are never followed. Each exchange is bounded: the whole of it (connecting, sending, reading every byte) within
-``timeout`` seconds, the answer's body to ``max_response_bytes`` (counted after decompression, so a compressed
-bomb stops at the bound).
+where it goes: path parameters are percent-encoded as one segment each; a value that is empty, ``.`` or ``..`` is
+refused, and so is one holding ``/`` or ``\\`` (ASGI servers, and most others, decode ``%2F`` before they route, so
+even an encoded slash would choose another route) unless the operator named that parameter in ``path_slashes``
+(its ``/`` are then sent as they are, each part refused when empty, ``.`` or ``..``); the URL built is checked
+against the allowed origins before it is sent, and redirects are never followed. Each exchange is bounded: the
+whole of it (connecting, sending, reading every byte) within ``timeout`` seconds, the answer's body to
+``max_response_bytes`` (counted after decompression, so a compressed bomb stops at the bound).
 """
 
 from __future__ import annotations
@@ -139,6 +141,7 @@ class Caller:
         timeout: float = DEFAULT_TIMEOUT,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         forward_headers: Iterable[str] = (),
+        path_slashes: Iterable[str] = (),
     ) -> None:
         if timeout <= 0 or max_response_bytes < 1:
             raise ValueError("timeout and max_response_bytes must be positive")
@@ -148,10 +151,11 @@ class Caller:
         self.origins: set[tuple[str, str, int]] = {origin(base_url)} | {origin(o) for o in allowed_origins}
         self.timeout = timeout
         self.max_response_bytes = max_response_bytes
+        self.path_slashes: frozenset[str] = frozenset([path_slashes] if isinstance(path_slashes, str) else path_slashes)
 
     async def call(self, op: Operation, arguments: JSONDict) -> Answer:
         """Send ``op`` with ``arguments`` (already checked against its input schema) and read the answer."""
-        url, query, headers, body = build_request(op, arguments, self.base_url)
+        url, query, headers, body = build_request(op, arguments, self.base_url, self.path_slashes)
         if self.forward:
             self._forwarded(headers)
         if op.accept is not None and self.client.headers.get("accept") in (None, "*/*"):
@@ -234,9 +238,10 @@ def forward_names(names: Iterable[str]) -> list[str]:
 
 
 def build_request(
-    op: Operation, arguments: JSONDict, base_url: str
+    op: Operation, arguments: JSONDict, base_url: str, path_slashes: frozenset[str] = frozenset()
 ) -> tuple[str, list[tuple[str, str]], dict[str, str], JSONDict]:
-    """``(url, query, headers, body keyword arguments)`` for ``op`` called with ``arguments``."""
+    """``(url, query, headers, body keyword arguments)`` for ``op`` called with ``arguments``; ``path_slashes``:
+    the path parameters whose values may hold ``/``."""
     path = op.path
     query: list[tuple[str, str]] = []
     headers: dict[str, str] = {}
@@ -246,7 +251,7 @@ def build_request(
             continue
         value = arguments[param.arg]
         if param.location == "path":
-            path = path.replace("{" + param.name + "}", _path_value(param, value))
+            path = path.replace("{" + param.name + "}", _path_value(param, value, param.name in path_slashes))
         elif param.location == "query":
             query.extend(_query_pairs(param, value))
         elif param.location == "header":
@@ -301,11 +306,17 @@ def _scalar_list(value: Any, sep: str, explode_object: bool = False) -> str:
     return _scalar(value)
 
 
-def _path_value(param: Param, value: Any) -> str:
+def _path_value(param: Param, value: Any, slashes: bool = False) -> str:
     raw = _scalar_list(value, ",", explode_object=param.explode)
     if raw in ("", ".", ".."):
         raise APIError(f"path parameter {param.name!r} cannot be {raw!r}")
-    encoded = quote(raw, safe="")
+    if "/" in raw or "\\" in raw:
+        # (an encoded slash is decoded before routing by ASGI servers and most others: it would choose the route)
+        if not slashes or "\\" in raw:
+            raise APIError(f"path parameter {param.name!r} cannot hold '/' or '\\\\'")
+        if any(part in ("", ".", "..") for part in raw.split("/")):
+            raise APIError(f"path parameter {param.name!r} cannot hold an empty, '.' or '..' part")
+    encoded = quote(raw, safe="/" if slashes else "")
     if param.style == "label":
         return "." + encoded
     if param.style == "matrix":
