@@ -86,13 +86,18 @@ class InspectorProcess:
             env={**os.environ, **(env or {})},
         )
         assert self.proc.stdout is not None
-        end = time.monotonic() + timeout
+        # ``timeout`` seconds, longer while the process is still working (its CPU time grows: a loaded machine
+        # starts it slowly), never more than 4 times that (one hung or spinning is given up on)
+        started = time.monotonic()
+        cpu, progressed = _cpu_seconds(self.proc.pid), started
         self.url = ""
         seen: list[str] = []
-        while time.monotonic() < end:
+        while (now := time.monotonic()) < started + 4 * timeout and (now < started + timeout or now < progressed + 5):
             if not select.select([self.proc.stdout], [], [], 0.2)[0]:
                 if self.proc.poll() is not None:
                     break
+                if (used := _cpu_seconds(self.proc.pid)) > cpu:
+                    cpu, progressed = used, time.monotonic()
                 continue
             line = self.proc.stdout.readline()
             if not line:
@@ -102,9 +107,12 @@ class InspectorProcess:
                 self.url = line.strip().split()[-1]
                 break
         if not self.url:
+            self._end()
+            err = self.proc.stderr.read() if self.proc.stderr is not None else ""  # (before stop() closes it)
             self.stop()
-            err = self.proc.stderr.read() if self.proc.stderr is not None else ""
-            raise AssertionError(f"mcpkit {args[0]} printed no URL: {''.join(seen)}\n{err}")
+            raise AssertionError(
+                f"mcpkit {args[0]} printed no URL in {time.monotonic() - started:.0f}s: {''.join(seen)}\n{err}"
+            )
 
     @property
     def base(self) -> str:
@@ -116,6 +124,12 @@ class InspectorProcess:
         return self.url.split("#token=", 1)[1]
 
     def stop(self) -> None:
+        self._end()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+
+    def _end(self) -> None:
         import subprocess
 
         if self.proc.poll() is None:
@@ -125,6 +139,17 @@ class InspectorProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()
+
+
+def _cpu_seconds(pid: int, depth: int = 3) -> float:
+    """The CPU time ``pid`` and its children (a stdio server it started) have used (Linux ``/proc``; 0 elsewhere
+    or once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = [int(c) for c in f.read().split()]
+    except (OSError, IndexError, ValueError):
+        return 0.0
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return own + sum(_cpu_seconds(c, depth - 1) for c in children[:8]) if depth > 0 else own
