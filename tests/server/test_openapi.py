@@ -171,6 +171,19 @@ async def test_header_and_cookie_parameters_are_arguments_sent_where_they_belong
         assert smuggled.is_error and "line break" in smuggled.text
 
 
+async def test_a_forwarded_cookie_joins_a_cookie_argument_as_one_cookie_header() -> None:
+    """``forward_headers=("cookie",)`` beside an operation's own cookie parameter: the two go in one ``Cookie``
+    header joined the way cookies are (``; ``), not the way other repeated headers are (``, ``), which would make
+    the argument's value ``abc, sso=1``."""
+    async with api() as (base, served), httpx.AsyncClient(base_url=base) as http:
+        spec = await document(base, "3.1")
+        app = MCPKit.from_openapi(spec, client=http, forward_headers=("cookie",))
+        async with serve_http(app) as url, Client(url, headers={"Cookie": "sso=1"}) as client:
+            result = await client.call_tool("echo", {"session": "abc"})
+            assert result.structured == {"trace": None, "session": "abc"}
+            assert served.state.seen[-1]["headers"]["cookie"] == "session=abc; sso=1"
+
+
 # ---------------------------------------------------------------------------------------------- bounds and origin
 
 

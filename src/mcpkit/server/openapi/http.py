@@ -180,11 +180,15 @@ class Caller:
         raw = http_request_headers()
         if raw is None:
             return
+        named = {k.lower(): k for k in headers}  # (the request's own are spelled "Cookie", "Accept"...)
         for name, value in raw:
             key = name.lower()
             if key in self.forward:
-                text, seen = value.decode("latin-1"), headers.get(key.decode("latin-1"))
-                headers[key.decode("latin-1")] = text if seen is None else f"{seen}, {text}"
+                text, lower = value.decode("latin-1"), key.decode("latin-1")
+                spelled = named.setdefault(lower, lower)
+                seen = headers.get(spelled)
+                # (repeated cookies join as one Cookie header does: "a=1; b=2"; other headers as lists: "x, y")
+                headers[spelled] = text if seen is None else f"{seen}{'; ' if lower == 'cookie' else ', '}{text}"
 
     async def _exchange(self, request: Any, op: Operation) -> Answer:
         try:
