@@ -166,6 +166,7 @@ def test_the_person_answers_the_sample_request(page: Any) -> None:
 
 
 def test_slow_shows_its_progress_and_is_cancelled(page: Any) -> None:
+    """Progress draws in place under the call's head: its Cancel button stays the one the person is clicking."""
     page.click("#tools-list button[data-key='slow']")
     page.fill("#tool-form [name='steps']", "50")
     page.fill("#tool-form [name='delay_ms']", "100")
@@ -174,7 +175,11 @@ def test_slow_shows_its_progress_and_is_cancelled(page: Any) -> None:
     probe = "document.querySelector(\".call[data-status='running'] progress\")"
     page.wait_for_function(f"(() => {{ const p = {probe}; return p && p.value >= 2; }})()", timeout=20_000)
     first = float(bar.evaluate("p => p.value"))
+    cancel = ".call[data-status='running'] button:text('Cancel')"
+    page.eval_on_selector(cancel, "b => { b.dataset.marked = 'yes'; }")
     page.wait_for_function(f"(() => {{ const p = {probe}; return p && p.value > {first}; }})()", timeout=20_000)
+    # the Cancel button is the same element after progress came: redrawn at each event, a click could be lost
+    assert page.eval_on_selector(cancel, "b => b.dataset.marked") == "yes"
     assert float(bar.evaluate("p => p.max")) == 50
     assert "of 50" in page.text_content(".call[data-status='running'] .progress-text")
     screenshot(page, f"{page.era}-progress")

@@ -320,18 +320,26 @@ function renderCall(call) {
   let outer = document.querySelector(`.call[data-id="${CSS.escape(call.id)}"]`);
   const fresh = !outer;
   if (fresh) outer = h("div", { class: "call", dataset: { id: call.id } }, h("div", { class: "call-top" }), h("div", { class: "call-view" }), h("div", { class: "call-rest" }));
-  const box = clear(outer.querySelector(".call-top"));
+  const box = outer.querySelector(".call-top");
   const rest = clear(outer.querySelector(".call-rest"));
   const result = call.result || null;
+  const state = { running: "running", done: result && result.isError ? "the tool reported an error" : "done", failed: "failed", cancelled: "cancelled" }[call.status] || call.status;
+  // A running call's progress and task state are redrawn below its head, which stays the same element: a Cancel
+  // button replaced at every progress event could lose the click a person was making on it.
+  const head = box.querySelector(":scope > .call-head");
+  if (head && call.status === "running" && outer.dataset.status === "running") {
+    for (const el of [...box.children]) if (el !== head) el.remove();
+  } else {
+    clear(box);
+    const title = h("div", { class: "call-head" }, h("strong", { text: call.name }), h("span", { class: "muted mono", text: JSON.stringify(call.arguments).slice(0, 200) }));
+    title.append(h("span", { class: `badge ${call.status === "done" && !(result && result.isError) ? "ok" : call.status === "running" ? "" : "bad"}`, text: state }));
+    if (call.status === "running") {
+      title.append(h("button", { type: "button", class: "danger", text: "Cancel", "aria-label": `Cancel the call of ${call.name}`, onclick: () => api("cancel", { id: call.id }) }));
+    }
+    box.append(title);
+  }
   outer.className = `call ${call.status}${result && result.isError ? " iserror" : ""}`;
   outer.dataset.status = call.status;
-  const title = h("div", { class: "call-head" }, h("strong", { text: call.name }), h("span", { class: "muted mono", text: JSON.stringify(call.arguments).slice(0, 200) }));
-  const state = { running: "running", done: result && result.isError ? "the tool reported an error" : "done", failed: "failed", cancelled: "cancelled" }[call.status] || call.status;
-  title.append(h("span", { class: `badge ${call.status === "done" && !(result && result.isError) ? "ok" : call.status === "running" ? "" : "bad"}`, text: state }));
-  if (call.status === "running") {
-    title.append(h("button", { type: "button", class: "danger", text: "Cancel", "aria-label": `Cancel the call of ${call.name}`, onclick: () => api("cancel", { id: call.id }) }));
-  }
-  box.append(title);
   if (call.taskState) {
     const t = call.taskState;
     box.append(h("div", { class: "task-state" }, "task ", h("code", { text: String(t.taskId) }), " · ",
