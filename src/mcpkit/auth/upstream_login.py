@@ -35,7 +35,6 @@ and the same ``secret`` on every replica, a login may start on one replica and e
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import dataclasses
 import hashlib
@@ -44,7 +43,6 @@ import html
 import logging
 import secrets
 import time
-import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -55,7 +53,9 @@ import orjson
 from .._asgi import Receive, Scope, Send
 from ._util import _OAuthError, header, pkce_pair
 from .storage import AuthorizationRequest, ClientRecord
-from .upstream import UpstreamError, UpstreamIdentity, UpstreamProvider, UpstreamTokens
+from .upstream import UpstreamError, UpstreamIdentity, UpstreamProvider
+from .upstream_refresh import REFRESH_LEASE_MARGIN, UpstreamTokenKeeper
+from .upstream_revocation import REVOCATION_CONCURRENCY, UpstreamRevocations
 from .upstream_state import InMemoryUpstreamState, RefreshLeaseStorage, Sealer, UpstreamStateStorage, state_key
 
 if TYPE_CHECKING:
@@ -76,13 +76,6 @@ __all__ = [
 #: it the oldest page's cookie is dropped (its form is then refused). As many sign-ins may be at the provider at once
 #: from one browser: each has its own login cookie (named by its state); past it the oldest one's callback is refused
 MAX_CONSENT_PAGES = 5
-
-#: how long a replica's lease on refreshing one sign-in's upstream tokens outlives the provider's ``timeout``
-#: (seconds): a lease whose replica died mid-refresh ends by itself then
-REFRESH_LEASE_MARGIN: float = 5.0
-
-#: upstream revocations (:meth:`UpstreamLogin.grant_revoked`) running at once in the background, per process
-REVOCATION_CONCURRENCY: int = 4
 
 #: decides, instead of the consent page, whether a client's request may go on to the provider
 ConsentHook = Callable[[AuthorizationRequest], Awaitable[bool]]
@@ -212,17 +205,18 @@ class UpstreamLogin:
         self.max_remembered_consents: int = max_remembered_consents
         self.consent_ttl: float = consent_ttl
         self.max_queued_revocations: int = max_queued_revocations
-        self.revocation_counts: dict[str, int] = {"queued": 0, "inline": 0, "done": 0, "failed": 0}
-        self._revoking: set[asyncio.Task[None]] = set()
-        self._revoke_slots = asyncio.Semaphore(REVOCATION_CONCURRENCY)
         self._secret_given = secret is not None
         self._sealer: Sealer = Sealer(self.secret)
         self._state: UpstreamStateStorage = InMemoryUpstreamState()
-        self._leases: RefreshLeaseStorage = InMemoryUpstreamState()  # (the storage's, when it has them: bind)
-        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._server: _Host | None = None
         self._own_clock = clock is not None
         self.clock: Callable[[], float] = clock or time.time
+        self._tokens = UpstreamTokenKeeper(
+            provider, self._sealer, lambda: self.clock(), max_tokens=max_tokens, token_ttl=token_ttl
+        )
+        self._tokens.state = self._state  # (the storage's, once bound)
+        self._revocations = UpstreamRevocations(provider, max_queued=max_queued_revocations)
+        self.revocation_counts: dict[str, int] = self._revocations.counts
 
     # ------------------------------------------------------------------ wiring
     def bind(self, server: _Host) -> None:
@@ -238,9 +232,9 @@ class UpstreamLogin:
                     "an UpstreamLogin on a shared storage needs UpstreamLogin(secret=...), the same on every replica: "
                     "it seals the pending logins and upstream tokens kept there"
                 )
-            self._state = server.storage
+            self._state = self._tokens.state = server.storage
             if isinstance(server.storage, RefreshLeaseStorage):
-                self._leases = server.storage
+                self._tokens.leases = server.storage
             else:
                 logger.warning(
                     "%s keeps the OAuth proxy's state but has no refresh leases (RefreshLeaseStorage): an expired "
@@ -471,89 +465,31 @@ class UpstreamLogin:
             return
         assert request.client is not None
         family = secrets.token_urlsafe(16)  # the grant this sign-in's tokens belong to (their grant_id)
-        await self._keep(family, subject, request.client.client_id, tokens)
+        await self._tokens.keep(family, subject, request.client.client_id, tokens)
         given = pending.redirect_uri_given
         await self.server._issue_code(send, request, pending.challenge, subject, given, clear, family=family)
 
     # ------------------------------------------------------------------ upstream tokens
-    async def _keep(self, family: str, subject: str, client_id: str, tokens: UpstreamTokens) -> None:
-        """Keep the upstream tokens of a sign-in, under its grant family (the ``grant_id`` of the proxy's tokens)."""
-        key, now = state_key("upstream", family), self.clock()
-        kept_until = now + self.token_ttl
-        record = {"tokens": dataclasses.asdict(tokens), "kept_until": kept_until, "user": [subject, client_id]}
-        sealed = self._sealer.seal(key, orjson.dumps(record))
-        await self._state.put_upstream(key, sealed, kept_until, now, self.max_tokens)
-
-    async def _kept(self, key: str, user: list[str] | None) -> UpstreamTokens | None:
-        """The upstream tokens kept under ``key``, if still kept (and, ``user`` given, of that subject and client)."""
-        sealed = await self._state.get_upstream(key, self.clock())
-        data = self._sealer.open(key, sealed) if sealed is not None else None
-        if data is None:
-            return None
-        record = orjson.loads(data)
-        if record["kept_until"] < self.clock():
-            await self._state.drop_upstream(key)
-            return None
-        if user is not None and record.get("user") != user:
-            return None
-        return UpstreamTokens(**record["tokens"])
-
     async def grant_revoked(self, family: str) -> None:
         """The proxy revoked the grant ``family`` (a replayed code, a reused refresh token, ``/revoke``): its
         upstream tokens are forgotten at once, and revoked at the provider when it has a revocation endpoint, in
         the background (the ``/token`` or ``/revoke`` answer does not wait for a slow provider): at most
-        :data:`REVOCATION_CONCURRENCY` at a time, each one try bounded by the provider's ``timeout``. With
-        ``max_queued_revocations`` waiting or running, this one runs here, before the answer (never dropped)."""
-        key = state_key("upstream", family)
-        tokens = await self._kept(key, None)
-        await self._state.drop_upstream(key)
-        if tokens is None or not self.provider.revocation_url:
-            return
-        if len(self._revoking) >= self.max_queued_revocations:
-            self.revocation_counts["inline"] += 1
-            logger.warning(
-                "%d upstream revocations are already queued (max_queued_revocations): this one runs in its request",
-                len(self._revoking),
-            )
-            await self._revoke_upstream(tokens, queued=False)
-            return
-        self.revocation_counts["queued"] += 1
-        task = asyncio.create_task(self._revoke_upstream(tokens, queued=True))
-        self._revoking.add(task)
-        task.add_done_callback(self._revoking.discard)
-
-    async def _revoke_upstream(self, tokens: UpstreamTokens, queued: bool) -> None:
-        try:
-            if queued:
-                async with self._revoke_slots:
-                    done = await self.provider.revoke(tokens)
-            else:
-                done = await self.provider.revoke(tokens)
-        except Exception:  # (a bug: logged, never an unretrieved task exception)
-            logger.exception("revoking an upstream token at %s failed", self.provider.name)
-            done = False
-        else:
-            if not done:
-                logger.warning("%s refused or did not answer a revocation (best effort)", self.provider.name)
-        self.revocation_counts["done" if done else "failed"] += 1
+        :data:`~mcpkit.auth.upstream_revocation.REVOCATION_CONCURRENCY` at a time, each one try bounded by the
+        provider's ``timeout``. With ``max_queued_revocations`` waiting or running, this one runs here, before the
+        answer (never dropped)."""
+        tokens = await self._tokens.take(family)
+        if tokens is not None:
+            await self._revocations.revoke(tokens)
 
     async def drain(self, timeout: float | None = None) -> None:
         """Wait (at most ``timeout`` seconds) for the upstream revocations still running in the background: the
         authorization server does at shutdown, so a revocation already answered is not lost to a restart."""
-        if self._revoking:
-            await asyncio.wait(set(self._revoking), timeout=timeout)
+        await self._revocations.drain(timeout)
 
     def _draining(self, receive: Receive) -> Receive:
         """``receive`` of the ASGI lifespan, waiting for :meth:`drain` (bounded by the provider's ``timeout``)
         before it hands on the shutdown."""
-
-        async def wrapped() -> Any:
-            message = await receive()
-            if message.get("type") == "lifespan.shutdown":
-                await self.drain(self.provider.timeout)
-            return message
-
-        return wrapped
+        return self._revocations.lifespan(receive)
 
     async def upstream_token(self, token: AccessToken | None = None) -> str | None:
         """The provider's access token of the user (and client) the request being served speaks for, refreshed
@@ -565,52 +501,10 @@ class UpstreamLogin:
             token = current_access_token()
         if token is None or token.issuer != self.server.issuer or not token.subject:
             return None
-        subject, client_id, family = token.subject, token.client_id or "", token.claims.get("grant_id")
+        family = token.claims.get("grant_id")
         if not isinstance(family, str):
             return None
-        key, user = state_key("upstream", family), [subject, client_id]
-        lock = self._locks.get(key)
-        if lock is None:
-            lock = self._locks[key] = asyncio.Lock()
-        async with lock:  # one refresh at a time per sign-in in this process (and the lease: across replicas)
-            tokens = await self._kept(key, user)
-            if tokens is not None and self._expired(tokens):
-                return await self._refresh(key, family, user)
-            return tokens.access_token if tokens is not None else None
-
-    def _expired(self, tokens: UpstreamTokens) -> bool:
-        return tokens.expires_at is not None and tokens.expires_at - 30 <= self.clock()
-
-    async def _refresh(self, key: str, family: str, user: list[str]) -> str | None:
-        """Refresh the expired upstream tokens of a sign-in once across every replica: the replica that takes the
-        storage's lease refreshes (a provider rotating its refresh tokens refuses a second use of one); the others
-        wait and read what it kept. A lease whose owner died ends after :data:`REFRESH_LEASE_MARGIN` seconds past
-        the provider's ``timeout``; a waiter gives up (None) after twice that."""
-        lease, owner = self.provider.timeout + REFRESH_LEASE_MARGIN, secrets.token_urlsafe(16)
-        give_up, pause = time.monotonic() + 2 * lease, 0.02
-        while True:
-            if await self._leases.acquire_lease(key, owner, lease):
-                try:
-                    tokens = await self._kept(key, user)  # another replica may have refreshed them meanwhile
-                    if tokens is None or not self._expired(tokens):
-                        return tokens.access_token if tokens is not None else None
-                    try:
-                        tokens = await self.provider.refresh(tokens, self.clock())
-                    except UpstreamError:
-                        await self._state.drop_upstream(key)
-                        return None
-                    await self._keep(family, user[0], user[1], tokens)
-                    return tokens.access_token
-                finally:
-                    await self._leases.release_lease(key, owner)
-            await asyncio.sleep(pause)  # another replica refreshes: read what it keeps
-            pause = min(2 * pause, 0.25)
-            tokens = await self._kept(key, user)
-            if tokens is None or not self._expired(tokens):
-                return tokens.access_token if tokens is not None else None
-            if time.monotonic() > give_up:
-                logger.warning("the upstream refresh of a sign-in was not done by another replica within %.0f s", lease)
-                return None
+        return await self._tokens.access_token(family, token.subject, token.client_id or "")
 
     # ------------------------------------------------------------------ answers
     async def _fail(
