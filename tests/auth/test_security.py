@@ -10,7 +10,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import orjson
@@ -30,10 +30,9 @@ from mcpkit.auth import (
     protect,
     tool_scopes,
 )
-from mcpkit.auth._util import pkce_pair
 from mcpkit.transports.http import create_app
 from support.mcp_http import initialize_body, modern_body, modern_headers
-from support.oauth import _forge, serve, stack
+from support.oauth import REDIRECT, _forge, code_grant, serve, stack
 from support.paths import REPO
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 
@@ -205,9 +204,6 @@ async def test_simple_template_variable_never_matches_a_decoded_slash(tmp_path: 
 
 
 # ---------------------------------------------------------------------------------------------------- helpers (AS)
-REDIRECT = "http://127.0.0.1:9/callback"
-
-
 def _basic(client_id: str, secret: str) -> dict[str, str]:
     return {"authorization": "Basic " + base64.b64encode(f"{client_id}:{secret}".encode()).decode()}
 
@@ -220,33 +216,13 @@ async def _code_tokens(
     scope: str | None = None,
     resource: str | None = None,
 ) -> dict[str, Any]:
-    """Run /authorize (auto-approved) and /token for ``client_id``; returns the token response."""
-    verifier, challenge = pkce_pair()
-    q = {
-        "response_type": "code",
-        "client_id": client_id,
-        "redirect_uri": REDIRECT,
-        "code_challenge": challenge,
-        "code_challenge_method": "S256",
-        **({"scope": scope} if scope else {}),
-        **({"resource": resource} if resource else {}),
-    }
-    loc = (await http.get(base + "/authorize?" + urlencode(q))).headers["location"]
-    answer = dict(parse_qsl(urlsplit(loc).query))
-    if "code" not in answer:
-        return answer
-    form = {
-        "grant_type": "authorization_code",
-        "code": answer["code"],
-        "redirect_uri": REDIRECT,
-        "code_verifier": verifier,
-        **({"resource": resource} if resource else {}),
-    }
-    headers = _basic(client_id, secret) if secret else {}
-    if not secret:
-        form["client_id"] = client_id
-    r = await http.post(base + "/token", data=form, headers=headers)
-    return {**r.json(), "_form": form, "_status": r.status_code}
+    """Run /authorize (auto-approved) and /token for ``client_id`` (its secret, if any, in a Basic header): the token
+    response, or the refused authorization's parameters; with the form sent to /token (``_form``, to replay; empty
+    when the authorization was refused) and the status (``_status``)."""
+    asked = {**({"scope": scope} if scope else {}), **({"resource": resource} if resource else {})}
+    form = {"resource": resource} if resource else None
+    r = await code_grant(http, base, client_id, query=asked, form=form, auth=(client_id, secret) if secret else None)
+    return {**r.json(), "_form": dict(parse_qsl(r.request.content.decode())), "_status": r.status_code}
 
 
 @contextlib.asynccontextmanager

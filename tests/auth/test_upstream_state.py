@@ -11,7 +11,6 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import httpx
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -39,9 +38,11 @@ from support.upstream_idp import (
     REDIRECT,
     Browser,
     Recorded,
+    authorization_query,
     identity_provider,
     proxied_server,
     query,
+    redeem,
 )
 
 SECRET = b"the-same-32-bytes-on-every-replica!"
@@ -117,31 +118,14 @@ async def sign_in(s: dict[str, Any], callback_on: str) -> str:
     login_a, a_url = s["logins"][0], s["a_url"]
     client = await login_a.server.register_client(redirect_uris=[REDIRECT])
     verifier, challenge = pkce_pair()
-    params = httpx.QueryParams(
-        response_type="code",
-        client_id=client.client_id,
-        redirect_uri=REDIRECT,
-        state="client-state",
-        code_challenge=challenge,
-        code_challenge_method="S256",
-        resource=a_url + "/mcp",
-    )
+    params = authorization_query(client.client_id, challenge, a_url + "/mcp", state="client-state")
     browser: Browser = s["browser"]
     at_callback = await browser.open(f"{a_url}/authorize?{params}", stop_at=login_a.callback_url)
     callback = str(at_callback.url.join(at_callback.headers["location"])).replace(a_url, callback_on)
     got = query(await browser.open(callback, stop_at=REDIRECT))
     assert "code" in got, got
-    form = {
-        "grant_type": "authorization_code",
-        "code": got["code"],
-        "code_verifier": verifier,
-        "client_id": client.client_id,
-        "redirect_uri": REDIRECT,
-    }
-    async with httpx.AsyncClient() as http:
-        answer = await http.post(callback_on + "/token", data=form)
-    assert answer.status_code == 200, answer.text
-    return str(answer.json()["access_token"])
+    tokens, _ = await redeem(callback_on, client.client_id, got["code"], verifier)
+    return str(tokens["access_token"])
 
 
 async def whoami(url: str, access_token: str) -> str:

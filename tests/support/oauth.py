@@ -155,7 +155,8 @@ async def code_grant(
 ) -> httpx.Response:
     """The authorization code grant with PKCE at an auto-approving server: ``/authorize`` (with ``query`` added),
     then ``/token`` (with ``form`` added; ``client_id`` in the form unless ``auth`` is the client's secret pair).
-    An authorization refused in the redirect is answered as a 400 carrying the redirect's parameters."""
+    An authorization refused in the redirect is answered as a 400 carrying the redirect's parameters (its
+    request: the one to ``/authorize``)."""
     verifier, challenge = pkce_pair()
     params = {
         "response_type": "code",
@@ -165,10 +166,10 @@ async def code_grant(
         "code_challenge_method": "S256",
         **(query or {}),
     }
-    location = (await http.get(base + "/authorize", params=params)).headers["location"]
-    got = dict(parse_qsl(urlsplit(location).query))
+    authorized = await http.get(base + "/authorize", params=params)
+    got = dict(parse_qsl(urlsplit(authorized.headers["location"]).query))
     if "code" not in got:
-        return httpx.Response(400, json=got)
+        return httpx.Response(400, json=got, request=authorized.request)
     data = {
         "grant_type": "authorization_code",
         "code": got["code"],

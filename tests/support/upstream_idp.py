@@ -53,47 +53,55 @@ def oauth_client(s: dict[str, Any], browser: Browser) -> tuple[OAuthClient, Loop
     return client, callback
 
 
+def authorization_query(client_id: str, challenge: str, resource: str, **extra: str) -> httpx.QueryParams:
+    """The query of an authorization request of the proxy's public client ``client_id`` (PKCE S256, the code sent
+    to ``REDIRECT``), with ``extra`` parameters added or replaced (``state``, ``redirect_uri``)."""
+    return httpx.QueryParams(
+        {
+            "response_type": "code",
+            "client_id": client_id,
+            "redirect_uri": REDIRECT,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "resource": resource,
+            **extra,
+        }
+    )
+
+
+async def redeem(base: str, client_id: str, code: str, verifier: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """``code`` redeemed at ``base``'s ``/token`` by the public client ``client_id`` (the answer asserted 200): the
+    token answer, and the form that redeemed it (to replay)."""
+    form = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "code_verifier": verifier,
+        "client_id": client_id,
+        "redirect_uri": REDIRECT,
+    }
+    async with httpx.AsyncClient() as http:
+        answer = await http.post(base + "/token", data=form)
+    assert answer.status_code == 200, answer.text
+    return answer.json(), form
+
+
 async def authorize_url(s: dict[str, Any], state: str = "client-state", redirect: str = REDIRECT) -> str:
     """An authorization request of a new client of the proxy (two redirect URIs registered)."""
     client = await s["proxy"].register_client(redirect_uris=[REDIRECT, "http://127.0.0.1:9/other"])
     _, challenge = pkce_pair()
-    params = httpx.QueryParams(
-        response_type="code",
-        client_id=client.client_id,
-        redirect_uri=redirect,
-        state=state,
-        code_challenge=challenge,
-        code_challenge_method="S256",
-        resource=s["mcp_url"],
-    )
+    params = authorization_query(client.client_id, challenge, s["mcp_url"], redirect_uri=redirect, state=state)
     return f"{s['proxy_url']}/authorize?{params}"
 
 
 async def sign_in(s: dict[str, Any], browser: Browser) -> dict[str, Any]:
     """A new public client of the proxy signed in through ``browser``: its token answer (the code redeemed), with
-    ``client_id`` and ``code`` (to replay) added."""
+    ``client_id`` and ``form`` (the form that redeemed the code, to replay) added."""
     client = await s["proxy"].register_client(redirect_uris=[REDIRECT])
     verifier, challenge = pkce_pair()
-    params = httpx.QueryParams(
-        response_type="code",
-        client_id=client.client_id,
-        redirect_uri=REDIRECT,
-        code_challenge=challenge,
-        code_challenge_method="S256",
-        resource=s["mcp_url"],
-    )
+    params = authorization_query(client.client_id, challenge, s["mcp_url"])
     got = query(await browser.open(f"{s['proxy_url']}/authorize?{params}", stop_at=REDIRECT))
-    form = {
-        "grant_type": "authorization_code",
-        "code": got["code"],
-        "code_verifier": verifier,
-        "client_id": client.client_id,
-        "redirect_uri": REDIRECT,
-    }
-    async with httpx.AsyncClient() as http:
-        answer = await http.post(s["proxy_url"] + "/token", data=form)
-    assert answer.status_code == 200, answer.text
-    return {**answer.json(), "client_id": client.client_id, "form": form}
+    tokens, form = await redeem(s["proxy_url"], client.client_id, got["code"], verifier)
+    return {**tokens, "client_id": client.client_id, "form": form}
 
 
 async def whoami_with(s: dict[str, Any], access_token: str, tool: str = "upstream_whoami") -> str:
