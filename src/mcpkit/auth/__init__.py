@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from .server import AuthorizationServer, AuthStorage, InMemoryAuthStorage
     from .upstream import UpstreamError, UpstreamIdentity, UpstreamProvider, UpstreamTokens
     from .upstream_login import UpstreamLogin
+    from .upstream_revocation import RevocationRetry
     from .verifiers import (
         AccessToken,
         IntrospectionVerifier,
@@ -83,6 +84,7 @@ _LAZY = {
     "UpstreamProvider": ".upstream",
     "UpstreamTokens": ".upstream",
     "UpstreamLogin": ".upstream_login",
+    "RevocationRetry": ".upstream_revocation",
     "AccessToken": ".verifiers",
     "IntrospectionVerifier": ".verifiers",
     "InvalidToken": ".verifiers",
@@ -122,6 +124,7 @@ __all__ = [
     "OAuthFlowError",
     "RedisAuthStorage",
     "RedisReplayCache",
+    "RevocationRetry",
     "StaticTokenVerifier",
     "TokenRevocation",
     "TokenSet",

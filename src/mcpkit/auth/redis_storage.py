@@ -121,6 +121,40 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 
+# KEYS: the record's key, the set of pending revocations (score: the end of its lease, ms); ARGV: the sealed record,
+# its lifetime (ms), the end of its lease (ms), its digest, the most kept. Refused (0) past the bound.
+_PUT_REVOCATION = """
+if not redis.call('ZSCORE', KEYS[2], ARGV[4]) and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+return 1
+"""
+
+# KEYS: the set of pending revocations; ARGV: now (ms), the end of the new lease (ms), the most taken, the prefix of
+# the records' keys. Takes over the records whose lease ended (a record forgotten meanwhile leaves the set, and
+# does not count: each round leases or removes every member it read, so the loop ends).
+_CLAIM_REVOCATIONS = """
+local taken = {}
+local want = tonumber(ARGV[3])
+while #taken < 2 * want do
+  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, want - #taken / 2)
+  if #due == 0 then break end
+  for _, id in ipairs(due) do
+    local record = redis.call('GET', ARGV[4] .. id)
+    if record then
+      redis.call('ZADD', KEYS[1], ARGV[2], id)
+      table.insert(taken, id)
+      table.insert(taken, record)
+    else
+      redis.call('ZREM', KEYS[1], id)
+    end
+  end
+end
+return taken
+"""
+
 #: what the secrets mcpkit issues look like (``secrets.token_urlsafe(32)``): only such a value is looked up under the
 #: key an earlier version kept it by (the secret itself)
 _ISSUED_SECRET = re.compile(r"[A-Za-z0-9_-]{43}")
@@ -197,6 +231,8 @@ class RedisAuthStorage(_RedisHolder):
         self._put_pending = self.redis.register_script(_PUT_PENDING)
         self._put_upstream = self.redis.register_script(_PUT_UPSTREAM)
         self._release_lease = self.redis.register_script(_RELEASE_LEASE)
+        self._put_revocation = self.redis.register_script(_PUT_REVOCATION)
+        self._claim_revocations = self.redis.register_script(_CLAIM_REVOCATIONS)
 
     def _key(self, kind: str, name: str) -> str:
         return f"{self.prefix}{kind}:{name}"
@@ -364,6 +400,30 @@ class RedisAuthStorage(_RedisHolder):
 
     async def release_lease(self, key: str, owner: str) -> None:
         await self._release_lease(keys=[self._key("upstream-lease", key)], args=[owner])
+
+    async def put_revocation(self, key: str, sealed: bytes, until: float, expires_at: float, max_records: int) -> bool:
+        ttl = max(1, int((expires_at - time.time()) * 1000))
+        keys = [self._key("upstream-revocation", key), self._key("upstream-revocations", "all")]
+        args: list[bytes | str | int] = [sealed, ttl, int(until * 1000), key, max_records]
+        return bool(await self._put_revocation(keys=keys, args=args))
+
+    async def renew_revocations(self, keys: list[str], until: float) -> None:
+        if keys:
+            score = int(until * 1000)
+            await self.redis.zadd(self._key("upstream-revocations", "all"), dict.fromkeys(keys, score), xx=True)
+
+    async def claim_revocations(self, now: float, until: float, limit: int) -> list[tuple[str, bytes]]:
+        keys = [self._key("upstream-revocations", "all")]
+        prefix = self._key("upstream-revocation", "")
+        raw: Any = await self._claim_revocations(keys=keys, args=[int(now * 1000), int(until * 1000), limit, prefix])
+        flat = [bytes(v) for v in raw]
+        return [(flat[i].decode(), flat[i + 1]) for i in range(0, len(flat), 2)]
+
+    async def drop_revocation(self, key: str) -> None:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.delete(self._key("upstream-revocation", key))
+            pipe.zrem(self._key("upstream-revocations", "all"), key)
+            await pipe.execute()
 
 
 class RedisReplayCache(_RedisHolder):

@@ -22,7 +22,7 @@ from urllib.parse import quote, urlencode
 
 import orjson
 
-from ._util import DocumentTooLarge, fetch_capped, is_secure_url
+from ._util import DocumentTooLarge, fetch_capped, fetch_capped_response, is_secure_url
 
 __all__ = [
     "UpstreamError",
@@ -309,7 +309,7 @@ class UpstreamProvider:
 
     # ------------------------------------------------------------------ exchanges
     async def _post_token(self, form: dict[str, str]) -> dict[str, Any]:
-        status, body = await self._post(self.token_url, form, "the token endpoint")
+        status, _, body = await self._post(self.token_url, form, "the token endpoint")
         doc = _json_object(body)
         if doc is None:
             raise UpstreamError("server_error", f"the token endpoint answered HTTP {status} without JSON")
@@ -317,7 +317,7 @@ class UpstreamProvider:
             raise UpstreamError(str(doc.get("error", "server_error")), f"the token endpoint refused (HTTP {status})")
         return doc
 
-    async def _post(self, url: str, form: dict[str, str], what: str) -> tuple[int, bytes]:
+    async def _post(self, url: str, form: dict[str, str], what: str) -> tuple[int, Mapping[str, str], bytes]:
         """A form POSTed to one of the provider's endpoints with the proxy's client authentication, its answer read
         bounded in size and time."""
         import httpx
@@ -330,7 +330,7 @@ class UpstreamProvider:
             form = {**form, "client_id": self.client_id, "client_secret": self.client_secret}
         try:
             async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as http:
-                return await fetch_capped(
+                return await fetch_capped_response(
                     http,
                     "POST",
                     url,
@@ -344,19 +344,28 @@ class UpstreamProvider:
 
     async def revoke(self, tokens: UpstreamTokens) -> bool:
         """Revoke ``tokens`` at the provider's :attr:`revocation_url` (RFC 7009: the refresh token when there is
-        one, which ends the whole upstream grant, else the access token). Best effort, bounded like every exchange:
+        one, which ends the whole upstream grant, else the access token). One try, bounded like every exchange:
         True when the provider answered 200; False when it refused, failed or has no revocation endpoint."""
         if not self.revocation_url:
             return False
+        try:
+            status, _, _ = await self.revocation_answer(tokens)
+        except UpstreamError:
+            return False
+        return status == 200
+
+    async def revocation_answer(self, tokens: UpstreamTokens) -> tuple[int, Mapping[str, str], bytes]:
+        """The provider's answer (status, headers, body) to one revocation of ``tokens`` at its
+        :attr:`revocation_url`, for a caller that decides what it means (retries it: see
+        :mod:`mcpkit.auth.upstream_revocation`); :class:`UpstreamError` when no answer could be read (the network,
+        the ``timeout``, an answer past ``max_response``) or there is no revocation endpoint."""
+        if not self.revocation_url:
+            raise UpstreamError("server_error", "the provider has no revocation endpoint")
         if tokens.refresh_token:
             form = {"token": tokens.refresh_token, "token_type_hint": "refresh_token"}
         else:
             form = {"token": tokens.access_token, "token_type_hint": "access_token"}
-        try:
-            status, _ = await self._post(self.revocation_url, form, "the revocation endpoint")
-        except UpstreamError:
-            return False
-        return status == 200
+        return await self._post(self.revocation_url, form, "the revocation endpoint")
 
     async def exchange_code(self, code: str, redirect_uri: str, verifier: str, now: float) -> UpstreamTokens:
         """The provider's tokens for an authorization code of the proxy's login (PKCE ``verifier``)."""

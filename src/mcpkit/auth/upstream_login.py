@@ -55,8 +55,15 @@ from ._util import _OAuthError, header, pkce_pair
 from .storage import AuthorizationRequest, ClientRecord
 from .upstream import UpstreamError, UpstreamIdentity, UpstreamProvider
 from .upstream_refresh import REFRESH_LEASE_MARGIN, UpstreamTokenKeeper
-from .upstream_revocation import REVOCATION_CONCURRENCY, UpstreamRevocations
-from .upstream_state import InMemoryUpstreamState, RefreshLeaseStorage, Sealer, UpstreamStateStorage, state_key
+from .upstream_revocation import REVOCATION_CONCURRENCY, RevocationRetry, UpstreamRevocations
+from .upstream_state import (
+    InMemoryUpstreamState,
+    RefreshLeaseStorage,
+    RevocationRecordStorage,
+    Sealer,
+    UpstreamStateStorage,
+    state_key,
+)
 
 if TYPE_CHECKING:
     from .verifiers import AccessToken
@@ -172,9 +179,13 @@ class UpstreamLogin:
         max_remembered_consents / consent_ttl: how many client approvals one browser's cookie remembers (the
             oldest go first) and for how long (seconds).
         max_queued_revocations: how many revocations at the provider (of revoked grants' upstream tokens) may
-            wait or run in the background at once, per process; past it one runs in the request that revoked
-            its grant (see :meth:`grant_revoked`). ``revocation_counts`` counts them: ``queued``, ``inline``,
-            ``done`` (the provider answered 200) and ``failed``.
+            wait or run in the background at once, per process; past it one is tried once in the request that
+            revoked its grant (see :meth:`grant_revoked`). ``revocation_counts`` counts them: ``queued``,
+            ``inline``, ``done`` (the provider answered 200), ``failed`` (refused for good, or out of tries),
+            ``retried``, ``taken_over`` and ``unrecorded`` (:class:`~mcpkit.auth.upstream_revocation.
+            UpstreamRevocations`).
+        revocation_retry: how a revocation the provider could not take now (5xx, 429, no answer) is tried again
+            (default: :class:`~mcpkit.auth.upstream_revocation.RevocationRetry`: 6 tries within 300 s).
         clock: the time source of these lifetimes (default: the authorization server's).
     """
 
@@ -192,6 +203,7 @@ class UpstreamLogin:
         max_remembered_consents: int = 20,
         consent_ttl: float = 30 * 86400.0,
         max_queued_revocations: int = 1_000,
+        revocation_retry: RevocationRetry | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
         self.provider: UpstreamProvider = provider
@@ -215,7 +227,13 @@ class UpstreamLogin:
             provider, self._sealer, lambda: self.clock(), max_tokens=max_tokens, token_ttl=token_ttl
         )
         self._tokens.state = self._state  # (the storage's, once bound)
-        self._revocations = UpstreamRevocations(provider, max_queued=max_queued_revocations)
+        self._revocations = UpstreamRevocations(
+            provider,
+            self._sealer,
+            max_queued=max_queued_revocations,
+            retry=revocation_retry or RevocationRetry(),
+            keep_for=token_ttl,
+        )
         self.revocation_counts: dict[str, int] = self._revocations.counts
 
     # ------------------------------------------------------------------ wiring
@@ -233,6 +251,8 @@ class UpstreamLogin:
                     "it seals the pending logins and upstream tokens kept there"
                 )
             self._state = self._tokens.state = server.storage
+            if isinstance(server.storage, RevocationRecordStorage):
+                self._revocations.records = server.storage
             if isinstance(server.storage, RefreshLeaseStorage):
                 self._tokens.leases = server.storage
             else:
@@ -473,13 +493,14 @@ class UpstreamLogin:
     async def grant_revoked(self, family: str) -> None:
         """The proxy revoked the grant ``family`` (a replayed code, a reused refresh token, ``/revoke``): its
         upstream tokens are forgotten at once, and revoked at the provider when it has a revocation endpoint, in
-        the background (the ``/token`` or ``/revoke`` answer does not wait for a slow provider): at most
-        :data:`~mcpkit.auth.upstream_revocation.REVOCATION_CONCURRENCY` at a time, each one try bounded by the
-        provider's ``timeout``. With ``max_queued_revocations`` waiting or running, this one runs here, before the
-        answer (never dropped)."""
+        the background (the ``/token`` or ``/revoke`` answer does not wait for a slow provider): recorded in the
+        storage until done (a replica that dies leaves it to another), at most
+        :data:`~mcpkit.auth.upstream_revocation.REVOCATION_CONCURRENCY` tries at a time, each bounded by the
+        provider's ``timeout``, tried again as ``revocation_retry`` says. With ``max_queued_revocations`` waiting or
+        running, this one is tried once here, before the answer (never dropped)."""
         tokens = await self._tokens.take(family)
         if tokens is not None:
-            await self._revocations.revoke(tokens)
+            await self._revocations.revoke(family, tokens)
 
     async def drain(self, timeout: float | None = None) -> None:
         """Wait (at most ``timeout`` seconds) for the upstream revocations still running in the background: the

@@ -16,9 +16,16 @@ import hashlib
 import secrets
 import time
 from collections import OrderedDict
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["InMemoryUpstreamState", "RefreshLeaseStorage", "Sealer", "UpstreamStateStorage", "state_key"]
+__all__ = [
+    "InMemoryUpstreamState",
+    "RefreshLeaseStorage",
+    "RevocationRecordStorage",
+    "Sealer",
+    "UpstreamStateStorage",
+    "state_key",
+]
 
 
 def state_key(*parts: str) -> str:
@@ -106,6 +113,33 @@ class RefreshLeaseStorage(Protocol):
         ...
 
 
+@runtime_checkable
+class RevocationRecordStorage(Protocol):
+    """A storage keeping the revocations at the upstream provider that are not done yet (sealed records, by
+    digest), so that none is lost when the replica trying it dies: each record is leased by the replica trying it
+    (until ``until``, real time, renewed while it lives); a record whose lease ended is taken over by another.
+    :class:`InMemoryUpstreamState` and :class:`~mcpkit.auth.redis_storage.RedisAuthStorage` are (in memory, a
+    record is only as durable as the process)."""
+
+    async def put_revocation(self, key: str, sealed: bytes, until: float, expires_at: float, max_records: int) -> bool:
+        """Record a pending revocation, leased until ``until``, forgotten at ``expires_at`` (real time) whatever
+        happens; False (nothing kept) when ``max_records`` are kept already."""
+        ...
+
+    async def renew_revocations(self, keys: list[str], until: float) -> None:
+        """Extend the lease of the records ``keys`` (those still kept) to ``until``."""
+        ...
+
+    async def claim_revocations(self, now: float, until: float, limit: int) -> list[tuple[str, bytes]]:
+        """Take over at most ``limit`` records whose lease ended before ``now``: leased until ``until`` from now
+        on (once across every replica), returned as (key, sealed record)."""
+        ...
+
+    async def drop_revocation(self, key: str) -> None:
+        """Forget a record (its revocation is done, or failed for good)."""
+        ...
+
+
 class InMemoryUpstreamState:
     """:class:`UpstreamStateStorage` and :class:`RefreshLeaseStorage` in this process (one replica): the in-memory
     storage's, and the proxy's own when the server's storage keeps no such state."""
@@ -114,6 +148,7 @@ class InMemoryUpstreamState:
         self._pending: dict[str, tuple[bytes, float]] = {}
         self._upstream: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
         self._leases: dict[str, tuple[str, float]] = {}  # key -> (owner, monotonic expiry): the refreshes running
+        self._revocations: dict[str, list[Any]] = {}  # key -> [sealed, leased until, forgotten at] (real time)
 
     async def put_pending(self, key: str, sealed: bytes, expires_at: float, now: float, max_pending: int) -> bool:
         for old in [k for k, (_, until) in self._pending.items() if until < now]:
@@ -164,3 +199,30 @@ class InMemoryUpstreamState:
         held = self._leases.get(key)
         if held is not None and held[0] == owner:
             del self._leases[key]
+
+    async def put_revocation(self, key: str, sealed: bytes, until: float, expires_at: float, max_records: int) -> bool:
+        now = time.time()
+        for old in [k for k, (_, _, end) in self._revocations.items() if end <= now]:
+            del self._revocations[old]
+        if key not in self._revocations and len(self._revocations) >= max_records:
+            return False
+        self._revocations[key] = [sealed, until, expires_at]
+        return True
+
+    async def renew_revocations(self, keys: list[str], until: float) -> None:
+        for key in keys:
+            if key in self._revocations:
+                self._revocations[key][1] = until
+
+    async def claim_revocations(self, now: float, until: float, limit: int) -> list[tuple[str, bytes]]:
+        claimed: list[tuple[str, bytes]] = []
+        for key, record in self._revocations.items():
+            if len(claimed) >= limit:
+                break
+            if record[1] < now and record[2] > now:
+                record[1] = until
+                claimed.append((key, record[0]))
+        return claimed
+
+    async def drop_revocation(self, key: str) -> None:
+        self._revocations.pop(key, None)

@@ -1,0 +1,54 @@
+"""An OAuth proxy in a process of its own, for the tests that kill it: ``AuthorizationServer(upstream=
+UpstreamLogin(...))`` on a ``RedisAuthStorage``, its provider the test IdP at ``argv[1]`` (revocation endpoint
+included, a 2 s ``timeout``), its Redis ``argv[2]`` under the prefix ``argv[3]``. Prints ``{"port": N}`` once it
+listens.
+
+    python tests/support/servers/upstream_proxy.py http://127.0.0.1:8001 redis://127.0.0.1:6379/0 mcpkit-test:1:
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+
+import uvicorn
+
+from mcpkit.auth import AuthorizationServer, RedisAuthStorage
+from mcpkit.auth.upstream import UpstreamProvider
+from mcpkit.auth.upstream_login import UpstreamLogin
+
+SECRET = b"the-same-32-bytes-on-every-replica!"
+
+
+async def main() -> None:
+    idp_url, redis_url, prefix = sys.argv[1:4]
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    provider = UpstreamProvider(
+        authorize_url=idp_url + "/authorize",
+        token_url=idp_url + "/token",
+        userinfo_url=idp_url + "/userinfo",
+        revocation_url=idp_url + "/revoke",
+        client_id="mcp-proxy",
+        client_secret="proxy-secret-at-the-idp",
+        scopes=("profile",),
+        timeout=2.0,
+    )
+    storage = RedisAuthStorage(redis_url, prefix=prefix)
+    proxy = AuthorizationServer(
+        base, resources=[base + "/mcp"], upstream=UpstreamLogin(provider, secret=SECRET), storage=storage
+    )
+    server = uvicorn.Server(uvicorn.Config(proxy, log_level="warning", lifespan="on"))
+    task = asyncio.ensure_future(server.serve(sockets=[sock]))
+    while not server.started and not task.done():
+        await asyncio.sleep(0.02)
+    print(json.dumps({"port": port}), flush=True)
+    await task
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
