@@ -179,6 +179,29 @@ async def test_retries_of_a_revocation_are_bounded_in_tries_and_time() -> None:
         assert records(login) == {}
 
 
+async def test_a_shutdown_waits_for_revocations_being_tried_not_for_those_pausing_between_tries() -> None:
+    """``drain()`` (which the lifespan shutdown awaits, at most the provider's ``timeout``) waited for every
+    revocation task: one pausing 60 s before its next try held every shutdown for the whole ``timeout``. It waits
+    for the tries under way (and those queued for a slot) only: a pausing one is ended with the process, its record
+    left in the storage for a replica to take over."""
+    script = RevokeScript()
+    script.answers = [(503, {"retry-after": "60"}), "hang"]
+    async with proxy_stack(oidc=True, idp_wrap=script.wrap, provider_options={"timeout": 5}) as s:
+        login: UpstreamLogin = s["login"]
+        await revoke_at_proxy(s, await sign_in(s, Browser()))
+        await until(lambda: login.revocation_counts["retried"] == 1, "the provider never answered 503")
+        started = time.monotonic()
+        await login.drain(5)
+        assert time.monotonic() - started < 1.5  # (it waited the whole timeout before)
+        await revoke_at_proxy(s, await sign_in(s, Browser()))  # the provider holds this one 4 s
+        await until(lambda: len(script.arrived) == 2, "the provider never received the second revocation")
+        started = time.monotonic()
+        await login.drain(5)  # a try under way is waited for
+        assert time.monotonic() - started >= 2
+        await login._revocations.stop()
+        assert len(records(login)) == 2  # (the second: 503 after its hang, pausing too)
+
+
 @pytest.mark.parametrize("kind", ["memory", "redis"])
 async def test_revocation_records_are_bounded_leased_and_taken_over_once(
     kind: str,

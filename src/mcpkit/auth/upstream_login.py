@@ -503,8 +503,9 @@ class UpstreamLogin:
             await self._revocations.revoke(family, tokens)
 
     async def drain(self, timeout: float | None = None) -> None:
-        """Wait (at most ``timeout`` seconds) for the upstream revocations still running in the background: the
-        authorization server does at shutdown, so a revocation already answered is not lost to a restart."""
+        """Wait (at most ``timeout`` seconds) for the upstream revocations being tried in the background (or
+        waiting for a slot; not those pausing before their next try, whose records stay in the storage): the
+        authorization server does at shutdown."""
         await self._revocations.drain(timeout)
 
     def _draining(self, receive: Receive) -> Receive:

@@ -136,6 +136,8 @@ class UpstreamRevocations:
         )
         self._sealer = sealer
         self._running: dict[asyncio.Task[None], str] = {}  # -> the key of its record
+        self._pausing: set[asyncio.Task[None]] = set()  # (between two tries: drain() does not wait for them)
+        self._changed = asyncio.Event()  # a task began a pause or ended
         self._slots = asyncio.Semaphore(REVOCATION_CONCURRENCY)
         self._sweeper: asyncio.Task[None] | None = None
 
@@ -182,7 +184,12 @@ class UpstreamRevocations:
     def _queue(self, job: _Job) -> None:
         task = asyncio.create_task(self._attempts(job))
         self._running[task] = job.key
-        task.add_done_callback(self._running.pop)
+        task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        self._running.pop(task, None)
+        self._pausing.discard(task)
+        self._changed.set()
 
     # ------------------------------------------------------------------ trying
     async def _attempts(self, job: _Job) -> None:
@@ -195,7 +202,7 @@ class UpstreamRevocations:
                 if verdict != "again":
                     return
                 self.counts["retried"] += 1
-                await asyncio.sleep(pause)
+                await self._pause(pause)
         except asyncio.CancelledError:  # (the process stops: the record stays for another replica)
             raise
         except Exception:  # (a bug: logged, never an unretrieved task exception; the record stays)
@@ -274,10 +281,31 @@ class UpstreamRevocations:
             self._queue(_Job(key, UpstreamTokens(**record["tokens"]), record["asked_at"]))
 
     # ------------------------------------------------------------------ stopping
+    async def _pause(self, seconds: float) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._pausing.add(task)
+        self._changed.set()
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            self._pausing.discard(task)
+
     async def drain(self, timeout: float | None = None) -> None:
-        """Wait (at most ``timeout`` seconds) for the revocations still running in the background."""
-        if self._running:
-            await asyncio.wait(set(self._running), timeout=timeout)
+        """Wait (at most ``timeout`` seconds) for the revocations in the background that are being tried or wait
+        for a slot; not for those pausing between two tries (their records stay for another replica when the
+        process ends)."""
+        loop = asyncio.get_running_loop()
+        end = None if timeout is None else loop.time() + timeout
+        while any(task not in self._pausing for task in self._running):
+            self._changed.clear()
+            left = None if end is None else end - loop.time()
+            if left is not None and left <= 0:
+                return
+            try:
+                await asyncio.wait_for(self._changed.wait(), left)
+            except TimeoutError:
+                return
 
     def lifespan(self, receive: Receive) -> Receive:
         """``receive`` of the ASGI lifespan: the sweep starts with the startup; the shutdown waits for
