@@ -78,3 +78,38 @@ async def test_a_server_that_closes_each_sse_stream_after_its_response_passes_sx
         report = await run_checks(base + "/mcp", timeout=10.0, modern=False)
     assert report.status("SX13") == PASS, report.render_text(verbose=True)
     assert "every SSE stream was closed after its response" in report.requirements["SX13"].evidence
+
+
+async def test_a_token_the_runs_oauth_client_cannot_get_ends_the_run_at_once_saying_why() -> None:
+    """The run's OAuth client refuses to send a client secret to an authorization server on another origin than the
+    MCP server unless ``issuer`` names it (OAuthFlowError). The POST it stopped was never sent, yet the checker
+    waited for its answer: twice the timeout for initialize, the timeout again for server/discover, then reported
+    that the server never answered initialize (M042). Now the wait ends at once, and the run is aborted with the
+    client's reason: nothing reached the server, so nothing of it is judged."""
+    from mcpkit.auth import AuthorizationServer, OAuthClient
+    from support.oauth import protected_by, serve
+
+    holder: dict[str, AuthorizationServer] = {}
+
+    def make_as(base: str) -> AuthorizationServer:
+        holder["as"] = AuthorizationServer(base, auto_approve=True)
+        return holder["as"]
+
+    async with serve(make_as) as (as_url, as_log), serve(protected_by(as_url)) as (rs_base, _):
+        machine = await holder["as"].register_client(
+            grant_types=["client_credentials"], token_endpoint_auth_method="client_secret_basic"
+        )
+        auth = OAuthClient(
+            rs_base + "/mcp",
+            grant_type="client_credentials",
+            client_id=machine.client_id,
+            client_secret=machine.client_secret,
+        )
+        t0 = time.monotonic()
+        report = await run_checks(rs_base + "/mcp", timeout=10.0, auth=auth)
+        took = time.monotonic() - t0
+    aborted = str(report.info.get("aborted"))
+    assert "no authorization (OAuthFlowError" in aborted and "issuer=" in aborted, report.render_text(verbose=True)
+    assert report.status("M042") != FAIL, report.render_text(verbose=True)
+    assert report.exit_code() == 2 and "/token" not in [p for _, p, _ in as_log.requests]
+    assert took < 10.0, took  # (it took 30 s: 20 s for initialize, 10 s for server/discover)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .._extras import require
+from ..protocol.errors import MCPError
 from ..protocol.versions import META_PROTOCOL_VERSION, features, is_supported
 from ..transports.http.headers import NAME_FIELD, encode_header_value
 from ..transports.http.sse_decoder import SSEDecoder, SSEEventTooLarge
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 STREAM_GRACE = 1.0  # seconds an SSE answer is read on once it carried every response it owes (servers close it)
 EVIDENCE_BODY = 64 * 1024  # the part of a body kept as evidence (the whole body is read, bounded, for its messages)
+NOT_AUTHORIZED = "no authorization"  # how the error of an exchange the wire's own OAuth client stopped begins
 
 
 @dataclass
@@ -207,6 +209,12 @@ class HttpWire(Wire):
                     ex.body = ex.body or ex.error
             except httpx.HTTPError as exc:
                 ex.error = f"{type(exc).__name__}: {exc}"
+                ex.body = ex.body or ex.error
+                break
+            except MCPError as exc:
+                # the wire's OAuth client could not get a token (OAuthFlowError): the request was never sent, and
+                # its wait ends now with why, not at its timeout (nothing will answer it)
+                ex.error = f"{NOT_AUTHORIZED} ({type(exc).__name__}: {exc})"
                 ex.body = ex.body or ex.error
                 break
         ex.finished = time.monotonic()

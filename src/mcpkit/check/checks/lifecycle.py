@@ -21,7 +21,7 @@ from ...protocol.versions import (
     features,
 )
 from ..wire import Incoming, StdioWire, Wire, WireClosed
-from ..wire_http import HttpExchange, HttpWire
+from ..wire_http import NOT_AUTHORIZED, HttpExchange, HttpWire
 from ._base import (
     ALL_CLIENT_CAPABILITIES,
     CLIENT_INFO,
@@ -43,11 +43,13 @@ _ASKS_FOR_AUTH = re.compile(r"unauthori[sz]ed|bearer|access token|authori[sz]ati
 
 def _not_connected(wire: Wire) -> str | None:
     """Why the HTTP wire's first request never reached a server (connection refused, no such host, TLS failure, a
-    connect timeout), or None when something answered it."""
+    connect timeout, no token from the run's OAuth client), or None when something answered it."""
     if not isinstance(wire, HttpWire) or not wire.exchanges:
         return None
     first = wire.exchanges[0]
-    if first.status or first.error is None or not first.error.startswith(("ConnectError", "ConnectTimeout")):
+    if first.status or first.error is None:
+        return None
+    if not first.error.startswith(("ConnectError", "ConnectTimeout", NOT_AUTHORIZED)):
         return None
     return first.error
 
