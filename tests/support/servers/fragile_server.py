@@ -8,7 +8,10 @@ each turned on by a flag, for ``mcpkit check``'s tests:
 * ``--exit-on-unknown-method``: a request for a method it does not know ends the process;
 * ``--stall-on-batch SECONDS``: a batch of two requests or more stalls the server SECONDS before it answers it, and
   what follows waits too (a server descheduled on a busy machine);
-* ``--ignore-batches``: a batch is read and never answered (as the official Python SDK's server does).
+* ``--ignore-batches``: a batch is read and never answered (as the official Python SDK's server does);
+* ``--answer-batch-after SECONDS``: a batch is answered SECONDS after it was read, while the lines after it are
+  answered at once (a server working on a batch beside later messages: JSON-RPC allows any order);
+* ``--ignore-no-method``: a request without a method is never answered (read as a response to nothing).
 
 Otherwise it is correct: one tool, ping, batches at 2025-03-26, -32601 for an unknown method, -32700 for bad JSON.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 from typing import Any
 
@@ -37,8 +41,16 @@ def main() -> None:
     ap.add_argument("--exit-on-unknown-method", action="store_true")
     ap.add_argument("--stall-on-batch", type=float, default=0.0)
     ap.add_argument("--ignore-batches", action="store_true")
+    ap.add_argument("--answer-batch-after", type=float, default=0.0)
+    ap.add_argument("--ignore-no-method", action="store_true")
     opts = ap.parse_args()
     initialized = False
+    writing = threading.Lock()
+
+    def write(out: Any) -> None:
+        with writing:
+            sys.stdout.write(json.dumps(out, separators=(",", ":")) + "\n")
+            sys.stdout.flush()
 
     def error(rid: Any, code: int, message: str) -> dict[str, Any]:
         msg: dict[str, Any] = {"jsonrpc": "2.0", "error": {"code": code, "message": message}}
@@ -48,6 +60,8 @@ def main() -> None:
 
     def answer(msg: Any) -> dict[str, Any] | None:
         nonlocal initialized
+        if opts.ignore_no_method and isinstance(msg, dict) and "method" not in msg:
+            return None
         if not isinstance(msg, dict) or not isinstance(msg.get("method"), str):
             return error(msg.get("id") if isinstance(msg, dict) else None, -32600, "Invalid Request")
         method, rid = msg["method"], msg.get("id")
@@ -99,11 +113,13 @@ def main() -> None:
                 if sum(isinstance(m, dict) and "id" in m for m in msg) >= 2:
                     time.sleep(opts.stall_on_batch)
                 out = [a for a in (answer(m) for m in msg) if a is not None] or None
+                if out is not None and opts.answer_batch_after:
+                    threading.Timer(opts.answer_batch_after, write, (out,)).start()
+                    out = None
             else:
                 out = answer(msg)
         if out is not None:
-            sys.stdout.write(json.dumps(out, separators=(",", ":")) + "\n")
-            sys.stdout.flush()
+            write(out)
 
 
 if __name__ == "__main__":

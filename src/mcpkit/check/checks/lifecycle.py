@@ -37,6 +37,11 @@ from ._base import (
 # it took (a server slow to answer anything, as on a busy machine, is not judged by a fixed window)
 BATCH_WAIT = 3.0
 BATCH_PACE = 2.0
+# On one stream (stdio, SSE, WebSocket) that ping answered also ends the wait early: the server has read what came
+# before it, and what it still owes gets BATCH_PACE times the ping's round trip, never less than PACE_FLOOR (JSON-RPC
+# lets a server answer in any order: one working on a batch beside later messages answers it a little later)
+PACE_FLOOR = 1.0
+NO_METHOD_WAIT = 2.0  # seconds a request without a method waits for its error (at the server's pace, as above)
 
 _ASKS_FOR_AUTH = re.compile(r"unauthori[sz]ed|bearer|access token|authori[sz]ation required|credential", re.I)
 
@@ -290,20 +295,8 @@ class LifecycleChecks(CheckerBase):
             r.skip("A003", "the server answered no batch (see M011)")
             return
         # two pings: quick or never, "quick" at the server's own pace: a ping sent just after the batch shows it
-        t0 = time.monotonic()
-        window = min(self.timeout, BATCH_WAIT)
-        pace: list[float] = []
-        probe = asyncio.ensure_future(self.call(wire, "ping"))
-        probe.add_done_callback(lambda _: pace.append(time.monotonic() - t0))
-        try:
-            done, _ = await asyncio.wait(futs, timeout=window)
-            if len(done) < 2:  # on a busy machine the batch's answers come as late as the ping's, or later
-                await asyncio.wait({probe}, timeout=max(0.0, self.timeout - (time.monotonic() - t0)))
-                window = min(self.timeout, max(window, BATCH_PACE * pace[0] if pace else 0.0))
-                if (rest := window - (time.monotonic() - t0)) > 0:
-                    done, _ = await asyncio.wait(futs, timeout=rest)
-        finally:
-            probe.cancel()
+        window = await self.await_at_pace(wire, futs, min(self.timeout, BATCH_WAIT))
+        done = [f for f in futs if f.done() and not f.cancelled()]
         if len(done) == 2:
             as_array = any(
                 isinstance(i.data, list)
@@ -328,6 +321,33 @@ class LifecycleChecks(CheckerBase):
                 "batch",
             )
             r.skip("A003", "the server answered no batch (see M011)")
+
+    async def await_at_pace(self, wire: Wire, futs: list[asyncio.Future[Incoming]], window: float) -> float:
+        """Wait for the answers ``futs`` to what was just sent, at the server's own pace, shown by a ping (or
+        ``server/discover``) sent right after: at most ``window`` seconds, stretched to BATCH_PACE times that ping's
+        round trip for a server slow to answer anything (a busy machine); on one stream, ended once the ping is
+        answered and BATCH_PACE times its round trip (at least PACE_FLOOR) has passed. Returns the window used."""
+        t0 = time.monotonic()
+        pace: list[float] = []
+        probe = asyncio.ensure_future(self.call(wire, "server/discover" if self.feats.modern else "ping"))
+        probe.add_done_callback(lambda _: pace.append(time.monotonic() - t0))
+        answered = asyncio.ensure_future(asyncio.wait(futs))
+        one_stream = not isinstance(wire, HttpWire)  # (over HTTP each POST ends with its own answer or none)
+        try:
+            await asyncio.wait(
+                {answered, probe} if one_stream else {answered}, timeout=window, return_when=asyncio.FIRST_COMPLETED
+            )
+            if not answered.done():  # on a busy machine the answers come as late as the ping's, or later
+                await asyncio.wait({probe}, timeout=max(0.0, self.timeout - (time.monotonic() - t0)))
+                if pace:
+                    paced = BATCH_PACE * pace[0]
+                    window = min(self.timeout, max(PACE_FLOOR, paced) if one_stream else max(window, paced))
+                if (rest := window - (time.monotonic() - t0)) > 0:
+                    await asyncio.wait({answered}, timeout=rest)
+        finally:
+            probe.cancel()
+            answered.cancel()
+        return window
 
     async def check_basics(self, wire: Wire) -> None:
         r = self.report
@@ -395,14 +415,13 @@ class LifecycleChecks(CheckerBase):
             return
         fut = wire.expect(rid)
         await wire.send({"jsonrpc": "2.0", "id": rid, "params": {}})
-        try:
-            reply: Incoming | None = await asyncio.wait_for(fut, min(self.timeout, 2.0))
-        except TimeoutError:
-            reply = None
+        window = await self.await_at_pace(wire, [fut], min(self.timeout, NO_METHOD_WAIT))
+        reply = fut.result() if fut.done() and not fut.cancelled() else None
+        wire.forget(rid)
         if _code(reply) in (-32600, -32601, -32602):
             r.ok("S021", f"request without a method -> {_code(reply)}", "request without method")
         elif reply is None:
-            r.warn("S021", "a request without a method got no response (JSON-RPC expects -32600)")
+            r.warn("S021", f"a request without a method got no response within {window:.3g}s (JSON-RPC expects -32600)")
         else:
             r.fail("S021", f"a request without a method got {reply.short()}", "request without method")
 
