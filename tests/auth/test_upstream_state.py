@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -23,6 +24,7 @@ from mcpkit.auth.upstream_login import UpstreamLogin
 from mcpkit.auth.upstream_state import (
     InMemoryUpstreamState,
     RefreshLeaseStorage,
+    RevocationRecordStorage,
     Sealer,
     UpstreamStateStorage,
     state_key,
@@ -277,3 +279,28 @@ def test_a_storage_with_the_proxys_state_but_no_leases_still_keeps_it_and_says_r
     with caplog.at_level(logging.WARNING, "mcpkit.auth.upstream_login"):
         AuthorizationServer("http://127.0.0.1:1", upstream=login, storage=storage)  # type: ignore[arg-type]
     assert any("StateOnlyStorage" in r.getMessage() and "once per replica" in r.getMessage() for r in caplog.records)
+
+
+class NoRecordsStorage(InMemoryUpstreamState):
+    """A storage of a user's own written before revocation records existed."""
+
+    put_revocation = None  # type: ignore[assignment]
+    renew_revocations = None  # type: ignore[assignment]
+    claim_revocations = None  # type: ignore[assignment]
+    drop_revocation = None  # type: ignore[assignment]
+
+
+def test_a_storage_without_revocation_records_keeps_them_in_the_process_and_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Revocation records came after ``UpstreamStateStorage``: on a storage without them, the proxy records its
+    pending upstream revocations in its own memory (a revocation still works, it is only lost with the process) and
+    the startup log says so."""
+    storage = NoRecordsStorage()
+    assert isinstance(storage, UpstreamStateStorage) and not isinstance(storage, RevocationRecordStorage)
+    provider = dataclasses.replace(UpstreamProvider.github("id", "secret"), revocation_url="https://example.com/r")
+    login = UpstreamLogin(provider, secret=SECRET)
+    with caplog.at_level(logging.WARNING, "mcpkit.auth.upstream_login"):
+        AuthorizationServer("http://127.0.0.1:1", upstream=login, storage=storage)  # type: ignore[arg-type]
+    assert any("NoRecordsStorage" in r.getMessage() and "this process only" in r.getMessage() for r in caplog.records)
+    assert isinstance(login._revocations.records, InMemoryUpstreamState) and login._revocations.records is not storage

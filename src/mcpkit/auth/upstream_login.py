@@ -253,6 +253,12 @@ class UpstreamLogin:
             self._state = self._tokens.state = server.storage
             if isinstance(server.storage, RevocationRecordStorage):
                 self._revocations.records = server.storage
+            elif self.provider.revocation_url:
+                logger.warning(
+                    "%s keeps the OAuth proxy's state but no revocation records (RevocationRecordStorage): the "
+                    "upstream revocations not done yet are kept in this process only, lost if it dies",
+                    type(server.storage).__name__,
+                )
             if isinstance(server.storage, RefreshLeaseStorage):
                 self._tokens.leases = server.storage
             else:
