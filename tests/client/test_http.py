@@ -29,7 +29,7 @@ from mcpkit.protocol.errors import MCPError, RequestTimeout
 from mcpkit.server.lowlevel import Server
 from mcpkit.stores import InMemoryEventStore
 from mcpkit.transports.http import SessionExpired as TransportSessionExpired
-from mcpkit.transports.http import StreamableHTTPClientTransport
+from mcpkit.transports.http import StreamableHTTPClientTransport, client_support
 from support.asgi import serve_asgi
 from support.mcp_http import MODERN, make_server, running, silent_prompt
 from support.paths import INTEROP, TESTS
@@ -571,6 +571,79 @@ async def test_typescript_v2_server_over_http(node_bin: Path, mode: str) -> None
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+# ---------------------------------------------------------------------------------------------- the standalone GET
+# stream open before the next message (a server may send its requests there only)
+
+TS_STANDALONE = INTEROP / "ts_standalone_server.mjs"
+GET_DELAY_MS = 1000  # how long that server holds every GET before its SDK sees it
+
+
+@contextlib.contextmanager
+def standalone_server(node_bin: Path, get_delay_ms: int) -> Any:
+    """The TypeScript SDK server of ``ts_standalone_server.mjs`` (its ``ask`` elicits on the standalone GET stream,
+    dropped while none is open), holding every GET ``get_delay_ms``; yields its URL."""
+    proc = subprocess.Popen(
+        [str(node_bin), str(TS_STANDALONE), "--port", "0", "--get-delay-ms", str(get_delay_ms)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        yield json.loads(proc.stdout.readline())["listening"]
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.mark.npm
+@pytest.mark.parametrize("fast", [True, False], ids=["lite-engine", "httpx-engine"])
+async def test_a_call_right_after_connecting_gets_the_request_the_server_sends_on_the_standalone_stream(
+    node_bin: Path, fast: bool
+) -> None:
+    """The official TypeScript SDK sends a server request that is not tied to the client's (the conformance
+    suite's elicitations) on the standalone GET stream only, and drops it while no such stream is open. The client
+    opened that stream in the background after negotiating and sent its next request at once: on a loaded machine
+    the ``tools/call`` reached the server before the GET, its elicitation was dropped and the call waited for its
+    timeout (the conformance leg elicitation-sep1034-client-defaults failed so, "Connection closed"). Made certain
+    here: the server holds every GET a second. The client's first message after negotiating now waits until the
+    server answered the GET, so the call gets its elicitation."""
+    asked: list[Any] = []
+
+    def on_elicit(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params["message"])
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    with standalone_server(node_bin, GET_DELAY_MS) as url:
+        transport = StreamableHTTPClientTransport(url, fast_path=fast)
+        async with transport, ClientSession(transport, mode="handshake", elicitation_handler=on_elicit) as cs:
+            result = await cs.call_tool("ask", {}, timeout=10)
+    assert asked == ["Your name?"]
+    assert result.content[0].text == 'accepted: {"name":"Ada"}'  # type: ignore[union-attr]
+
+
+@pytest.mark.npm
+async def test_a_standalone_get_never_answered_holds_the_first_message_get_open_wait_seconds_once(
+    node_bin: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The wait for the standalone GET is bounded (``GET_OPEN_WAIT``): against a server that does not answer it,
+    the first message goes after that long, with one warning, and the next ones do not wait."""
+    monkeypatch.setattr(client_support, "GET_OPEN_WAIT", 0.5)
+    with standalone_server(node_bin, 60_000) as url, caplog.at_level("WARNING", logger="mcpkit"):
+        transport = StreamableHTTPClientTransport(url)
+        async with transport, ClientSession(transport, mode="handshake") as cs:
+            t0 = time.monotonic()
+            await cs.list_tools()
+            first = time.monotonic() - t0
+            t0 = time.monotonic()
+            await asyncio.gather(*(cs.list_tools() for _ in range(3)))
+            after = time.monotonic() - t0
+    assert 0.5 <= first < 5, first
+    assert after < 0.5, after
+    warnings = [r.getMessage() for r in caplog.records if "standalone GET" in r.getMessage()]
+    assert len(warnings) == 1 and "0.5 s" in warnings[0], warnings
 
 
 # ---------------------------------------------------------------------------------------------- ClientSession + the

@@ -33,6 +33,10 @@ logger: logging.Logger = logging.getLogger("mcpkit.http.client")
 #: longest ago is forgotten (its calls then go without their ``Mcp-Param-*`` headers until it is listed again)
 MAX_TOOL_HEADERS = 10_000
 
+#: seconds a handshake session's first message after negotiation waits for the server to answer the standalone GET
+#: (a server may send its requests there only, and drop them while no such stream is open); then it goes anyway
+GET_OPEN_WAIT = 5.0
+
 # what either HTTP engine raises when a connection fails or the server breaks HTTP
 IO_ERRORS: tuple[type[Exception], ...] = (httpx.HTTPError, LiteHTTPError)
 
@@ -343,9 +347,10 @@ class ModernHeaders:
 class StandaloneStream:
     """The standalone GET stream of a handshake session (server-initiated messages, given to ``deliver``): opened
     again with ``Last-Event-ID`` when it breaks (backing off: ``backoff``, at most ``max_reconnects`` times in a
-    row) while ``headers(accept)`` gives the headers of a GET (None once the session ended)."""
+    row) while ``headers(accept)`` gives the headers of a GET (None once the session ended). ``wait_open`` waits
+    until the server answered its first GET."""
 
-    __slots__ = ("backoff", "deliver", "engine", "headers", "max_reconnects")
+    __slots__ = ("answered", "backoff", "deliver", "engine", "headers", "max_reconnects")
 
     def __init__(
         self,
@@ -360,9 +365,35 @@ class StandaloneStream:
         self.max_reconnects: int = max_reconnects
         self.headers: Callable[[str], dict[str, str] | None] = headers
         self.deliver: Callable[[bytes], Awaitable[None]] = deliver
+        self.answered: asyncio.Event = asyncio.Event()  # the first GET was answered (any status) or failed
+
+    async def wait_open(self) -> None:
+        """Until the server answered the first GET (with any status: a 405 too), that GET failed, or the stream
+        ended; at most ``GET_OPEN_WAIT`` seconds. A server may send its own requests on this stream only and drop
+        them while it is not open (the official TypeScript SDK does, for a request not tied to the client's): so
+        a message that may lead the server to one (a ``tools/call`` that elicits) waits for it."""
+        if self.answered.is_set():
+            return
+        try:
+            await asyncio.wait_for(self.answered.wait(), GET_OPEN_WAIT)
+        except TimeoutError:
+            if not self.answered.is_set():
+                self.answered.set()  # (warned once: the other waiters wake now)
+                logger.warning(
+                    "%s: the server has not answered the standalone GET within %g s; going on without it (what the"
+                    " server sends there before it does may be lost)",
+                    self.engine.url,
+                    GET_OPEN_WAIT,
+                )
 
     async def run(self) -> None:
         """Read the stream until the session ends, the server offers none, or the reconnections run out."""
+        try:
+            await self._run()
+        finally:
+            self.answered.set()
+
+    async def _run(self) -> None:
         decoder = SSEDecoder(self.engine.max_message_size)
         failures = 0
         while (headers := self.headers("text/event-stream")) is not None:
@@ -372,11 +403,13 @@ class StandaloneStream:
             try:
                 resp = await self.engine.open("GET", headers)
             except IO_ERRORS:
+                self.answered.set()
                 failures += 1
                 if failures > self.max_reconnects:
                     return
                 await asyncio.sleep(self.backoff.wait(decoder.retry, failures))
                 continue
+            self.answered.set()
             if resp.status_code != 200:
                 await resp.aclose()
                 if resp.status_code == 400 and decoder.last_event_id:
