@@ -635,6 +635,7 @@ def test_optional_capabilities_have_defaults_and_old_objects_still_work() -> Non
     conn = BaseConnection()
     conn.set_fast_path(lambda data: False, None)  # the defaults do nothing, and raise nothing
     conn.set_protocol_version("2025-11-25")
+    asyncio.run(conn.wait_ready())
 
 
 #: The layers of docs/architecture.md, from the bottom up: a module may import its own layer and those below it.

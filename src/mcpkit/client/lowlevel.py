@@ -305,6 +305,7 @@ class ClientSession(RequestAnswering):
         await negotiate(self)
         if isinstance(self.conn, BaseConnection) and self.protocol_version is not None:
             self.conn.set_protocol_version(self.protocol_version)
+            await self.conn.wait_ready()  # (bounded by the connect's own timeout too)
 
     async def _discover(self, version: str, timeout: float | None) -> JSONDict:
         return await self.peer.request("server/discover", {"_meta": self._modern_meta(version)}, timeout=timeout)

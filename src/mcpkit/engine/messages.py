@@ -198,6 +198,10 @@ class BaseConnection:
     def set_protocol_version(self, version: str) -> None:
         """The protocol version the client negotiated (for a transport that sends it in headers). Default: nothing."""
 
+    async def wait_ready(self) -> None:
+        """After :meth:`set_protocol_version`: until the connection can take the session's messages (a transport
+        that opens a stream for the server's own messages waits until it is open). Default: at once."""
+
 
 class NullOutbox:
     """An outbox that drops what it is given: for messages that have nowhere to go (a stateless peer's own

@@ -33,8 +33,9 @@ logger: logging.Logger = logging.getLogger("mcpkit.http.client")
 #: longest ago is forgotten (its calls then go without their ``Mcp-Param-*`` headers until it is listed again)
 MAX_TOOL_HEADERS = 10_000
 
-#: seconds a handshake session's first message after negotiation waits for the server to answer the standalone GET
-#: (a server may send its requests there only, and drop them while no such stream is open); then it goes anyway
+#: seconds a handshake session waits after negotiation for the server to answer the standalone GET, before it sends
+#: anything else (a server may send its requests there only, and drop them while no such stream is open); then it
+#: goes on without
 GET_OPEN_WAIT = 5.0
 
 # what either HTTP engine raises when a connection fails or the server breaks HTTP
@@ -371,7 +372,8 @@ class StandaloneStream:
         """Until the server answered the first GET (with any status: a 405 too), that GET failed, or the stream
         ended; at most ``GET_OPEN_WAIT`` seconds. A server may send its own requests on this stream only and drop
         them while it is not open (the official TypeScript SDK does, for a request not tied to the client's): so
-        a message that may lead the server to one (a ``tools/call`` that elicits) waits for it."""
+        the session waits for it before a message that may lead the server to one (a ``tools/call`` that
+        elicits)."""
         if self.answered.is_set():
             return
         try:

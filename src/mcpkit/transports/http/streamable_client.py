@@ -11,9 +11,9 @@ Headers: ``Mcp-Session-Id`` echoed after ``initialize``; ``MCP-Protocol-Version`
 and on every modern request from its ``_meta``; ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` for modern
 requests, the last mirrored from ``x-mcp-header`` annotations learnt from ``tools/list`` results (tools with
 invalid annotations are dropped from those results, as the spec requires). Handshake sessions open the standalone
-GET stream after negotiation (405 is fine), and the next message waits until the server answered that GET (at most
-``client_support.GET_OPEN_WAIT``): a server may send its requests there only, dropping them while it is not open.
-They send DELETE on close.
+GET stream after negotiation (405 is fine), and ``ClientSession`` waits (``wait_ready``) until the server answered
+that GET before it sends anything else (at most ``client_support.GET_OPEN_WAIT``): a server may send its requests
+there only, dropping them while it is not open. They send DELETE on close.
 
 Two HTTP engines, one response handling: httpx for everything in general (TLS, auth flows, proxies, a caller's
 own client), and :mod:`.lite`, a lean keep-alive pool whose HTTP/1.1 framing httptools (llhttp) parses, for the
@@ -150,7 +150,7 @@ class StreamableHTTPClientTransport(BaseConnection):
         self._inbox: asyncio.Queue[bytes | None] = asyncio.Queue(inbox_size)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._get_task: asyncio.Task[None] | None = None
-        self._get_opening: StandaloneStream | None = None  # until its first GET is answered: sends wait for it
+        self._get: StandaloneStream | None = None
         self.modern_headers: ModernHeaders = ModernHeaders()
         self._init_id: Any = None
         self._exchanges: dict[Any, Exchange] = {}
@@ -183,12 +183,14 @@ class StreamableHTTPClientTransport(BaseConnection):
         if not feats.modern and self.session_id is not None and self.get_stream and self._get_task is None:
             get = StandaloneStream(self.engine, self.backoff, self.max_reconnects, self._live_headers, self._deliver)
             self._get_task = asyncio.get_running_loop().create_task(get.run())
-            self._get_opening = get
+            self._get = get
+
+    async def wait_ready(self) -> None:
+        """Until the server answered the standalone GET of a handshake session (at most ``GET_OPEN_WAIT``)."""
+        if self._get is not None:
+            await self._get.wait_open()
 
     async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
-        if self._get_opening is not None:  # (what the server sends on it from now on must find it open)
-            await self._get_opening.wait_open()
-            self._get_opening = None
         if self._closed:
             raise ConnectionClosed("the HTTP transport is closed")
         if self._expired is not None:
