@@ -237,9 +237,14 @@ async def test_revocation_records_are_bounded_leased_and_taken_over_once(
 
 # ------------------------------------------------------------------------------------------- a replica killed
 @contextlib.asynccontextmanager
-async def proxy_process(idp_url: str, url: str, prefix: str) -> AsyncIterator[tuple[subprocess.Popen[str], str]]:
+async def proxy_process(
+    idp_url: str, url: str, prefix: str, timeout: float = 2.0
+) -> AsyncIterator[tuple[subprocess.Popen[str], str]]:
+    """The proxy of ``tests/support/servers/upstream_proxy.py`` in a process of its own (its provider's
+    ``timeout``: its records' lease is that + 5 s, swept every half lease); the process and its URL."""
+    script = str(REPO / "tests" / "support" / "servers" / "upstream_proxy.py")
     proc = subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "support" / "servers" / "upstream_proxy.py"), idp_url, url, prefix],
+        [sys.executable, script, idp_url, url, prefix, str(timeout)],
         stdout=subprocess.PIPE,
         text=True,
         env=os.environ.copy(),
@@ -269,13 +274,19 @@ async def sign_in_at(proxy_url: str) -> dict[str, Any]:
     return {**tokens, "client_id": client_id}
 
 
-async def test_revocations_pending_in_a_killed_proxy_are_done_by_another_replica(redis_url: str) -> None:  # noqa: F811
+@pytest.mark.parametrize("second_starts", ["while leased", "after the lease"])
+async def test_revocations_pending_in_a_killed_proxy_are_done_by_another_replica(
+    second_starts: str,
+    redis_url: str,  # noqa: F811
+) -> None:
     """A revocation lived in the memory of the process trying it: a proxy killed while its provider was down lost
     it, and the upstream tokens of grants the proxy had revoked stayed valid at the provider. Each is recorded in
     the shared storage (Redis, sealed) before it is tried now: the proxy is SIGKILLed with three revocations
     waiting for their next try (the IdP answered 503, ``Retry-After: 60``), and a second proxy process on the same
-    Redis takes the records over once their lease ended and revokes them at the IdP, which refuses those upstream
-    refresh tokens from then on; the records are gone."""
+    Redis takes the records over and revokes them at the IdP, which refuses those upstream refresh tokens from then
+    on; the records are gone. Started while the records are still leased, the second takes them over in a periodic
+    sweep once their lease ended; started after that, in the sweep of its startup (before its first periodic one,
+    half its own 15 s lease later)."""
     s: dict[str, Any] = {"idp_recorded": Recorded()}
     script = RevokeScript()
     script.then = (503, {"retry-after": "60"})
@@ -310,9 +321,17 @@ async def test_revocations_pending_in_a_killed_proxy_are_done_by_another_replica
             sealed = [await redis.get(k) or b"" for k in kept]
             assert all(t.encode() not in value for value in sealed for t in upstream)
             script.then = None  # the provider is back
-            async with proxy_process(idp_url, redis_url, prefix):
-                # the records' lease (the provider's 2 s timeout + 5 s) ends, a sweep takes them over
-                await until(lambda: len(script.arrived) == 6, "the second proxy never took the revocations over", 40)
+            timeout, within = 2.0, 40.0  # (the records' lease: the provider's 2 s timeout + 5 s)
+            if second_starts == "after the lease":
+                leases = prefix + "upstream-revocations:all"
+                for _ in range(300):
+                    if not await redis.zrangebyscore(leases, int(time.time() * 1000), "+inf"):
+                        break
+                    await asyncio.sleep(0.1)
+                timeout, within = 10.0, 5.0  # (its first periodic sweep: 7.5 s after its startup)
+            async with proxy_process(idp_url, redis_url, prefix, timeout):
+                what = "the second proxy never took the revocations over"
+                await until(lambda: len(script.arrived) == 6, what, within)
                 for _ in range(100):
                     if not [k async for k in redis.scan_iter(prefix + "upstream-revocation:*")]:
                         break

@@ -1,7 +1,7 @@
 """An OAuth proxy in a process of its own, for the tests that kill it: ``AuthorizationServer(upstream=
 UpstreamLogin(...))`` on a ``RedisAuthStorage``, its provider the test IdP at ``argv[1]`` (revocation endpoint
-included, a 2 s ``timeout``), its Redis ``argv[2]`` under the prefix ``argv[3]``. Prints ``{"port": N}`` once it
-listens.
+included, a 2 s ``timeout`` unless ``argv[4]`` names another), its Redis ``argv[2]`` under the prefix
+``argv[3]``. Prints ``{"port": N}`` once it listens.
 
     python tests/support/servers/upstream_proxy.py http://127.0.0.1:8001 redis://127.0.0.1:6379/0 mcpkit-test:1:
 """
@@ -36,7 +36,7 @@ async def main() -> None:
         client_id="mcp-proxy",
         client_secret="proxy-secret-at-the-idp",
         scopes=("profile",),
-        timeout=2.0,
+        timeout=float(sys.argv[4]) if len(sys.argv) > 4 else 2.0,
     )
     storage = RedisAuthStorage(redis_url, prefix=prefix)
     proxy = AuthorizationServer(
