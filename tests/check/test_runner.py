@@ -263,3 +263,12 @@ async def test_a_request_without_a_method_left_unanswered_is_given_up_at_the_ser
     answered = await run_checks(FRAGILE, timeout=5.0, modern=False)
     findings = [f for f in answered.requirements["S021"].findings if "without a method" in f.evidence]
     assert [f.status for f in findings] == [PASS], findings
+
+
+@pytest.mark.req("S021")
+async def test_a_parse_error_that_comes_late_within_the_wait_is_still_judged() -> None:
+    """The wait for the -32700 of an invalid JSON line now ends when an error comes (it was a fixed 0.3 s); a server
+    that answers 0.15 s later is judged as before: a parse error, S021 held."""
+    report = await run_checks([*FRAGILE, "--slow-parse-error", "0.15"], timeout=5.0, modern=False)
+    findings = [f for f in report.requirements["S021"].findings if "invalid JSON line" in f.evidence]
+    assert [(f.status, f.evidence) for f in findings] == [(PASS, "invalid JSON line -> -32700 Parse error")], findings

@@ -69,3 +69,18 @@ async def test_an_error_without_an_id_ends_no_wait_while_a_malformed_line_may_st
         assert ping is not None and ping.data["result"] == {}, wire.strays
         assert [s.data["error"]["code"] for s in wire.strays] == [-32700]
         assert wire.raw_unanswered == 0
+
+
+async def test_until_ends_as_what_it_waits_for_arrives_and_at_its_bound_otherwise() -> None:
+    """``Wire.until`` is how a check looks for something the server may send (the -32700 for a line that is not
+    JSON waited a fixed 0.3 s): it returns as soon as a recorded payload makes its condition hold, and False once
+    its bound has passed without."""
+    async with fragile() as wire:
+        assert await wire.request("initialize", INIT, timeout=LONG) is not None
+        await wire.send_raw(b"{not json\n")
+        t0 = time.monotonic()
+        assert await wire.until(lambda: any(i.data and "error" in i.data for i in wire.incoming), LONG)
+        assert time.monotonic() - t0 < LONG / 2
+        t0 = time.monotonic()
+        assert not await wire.until(lambda: False, 0.2)
+        assert 0.2 <= time.monotonic() - t0 < LONG / 2

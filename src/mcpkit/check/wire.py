@@ -105,6 +105,7 @@ class Wire:
         self.overdue: set[str] = set()
         self.raw_unanswered: int = 0
         self._waiting: set[str] = set()  # keys request() waits on
+        self._arrived = asyncio.Event()  # set as each payload is recorded (see until())
 
     def with_meta(self, params: JSON | None) -> JSON | None:
         """Stateless era (2026-07-28): every request carries the per-request ``_meta`` (explicit keys win)."""
@@ -135,6 +136,7 @@ class Wire:
             self.incoming.append(inc)
         else:
             self.dropped += 1
+        self._arrived.set()
         if inc.error is not None:
             return
         items = inc.data if isinstance(inc.data, list) else [inc.data]
@@ -238,6 +240,20 @@ class Wire:
         fut.cancel()
         self.overdue.add(key)
         return None
+
+    async def until(self, ready: Callable[[], bool], timeout: float) -> bool:
+        """Wait until ``ready()`` holds, asked again as each payload arrives, for at most ``timeout`` seconds (a
+        check that looks for something the server may send ends when it comes, not after a fixed time). Whether
+        it held."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not ready():
+            if (left := deadline - loop.time()) <= 0:
+                return False
+            self._arrived.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._arrived.wait(), left)
+        return True
 
     async def notify(self, method: str, params: JSON | None = None) -> None:
         """Send a notification."""

@@ -11,7 +11,8 @@ each turned on by a flag, for ``mcpkit check``'s tests:
 * ``--ignore-batches``: a batch is read and never answered (as the official Python SDK's server does);
 * ``--answer-batch-after SECONDS``: a batch is answered SECONDS after it was read, while the lines after it are
   answered at once (a server working on a batch beside later messages: JSON-RPC allows any order);
-* ``--ignore-no-method``: a request without a method is never answered (read as a response to nothing).
+* ``--ignore-no-method``: a request without a method is never answered (read as a response to nothing);
+* ``--slow-parse-error SECONDS``: the -32700 for a line that is not JSON is written SECONDS after it was read.
 
 Otherwise it is correct: one tool, ping, batches at 2025-03-26, -32601 for an unknown method, -32700 for bad JSON.
 """
@@ -43,6 +44,7 @@ def main() -> None:
     ap.add_argument("--ignore-batches", action="store_true")
     ap.add_argument("--answer-batch-after", type=float, default=0.0)
     ap.add_argument("--ignore-no-method", action="store_true")
+    ap.add_argument("--slow-parse-error", type=float, default=0.0)
     opts = ap.parse_args()
     initialized = False
     writing = threading.Lock()
@@ -106,6 +108,9 @@ def main() -> None:
             if opts.exit_on_bad_json:
                 return
             out: Any = error(None, -32700, "Parse error")
+            if opts.slow_parse_error:
+                threading.Timer(opts.slow_parse_error, write, (out,)).start()
+                out = None
         else:
             if isinstance(msg, list) and opts.ignore_batches:
                 out = None

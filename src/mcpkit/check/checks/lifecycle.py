@@ -41,6 +41,7 @@ BATCH_PACE = 2.0
 # before it, and what it still owes gets BATCH_PACE times the ping's round trip, never less than PACE_FLOOR (JSON-RPC
 # lets a server answer in any order: one working on a batch beside later messages answers it a little later)
 PACE_FLOOR = 1.0
+PARSE_ERROR_WAIT = 0.3  # seconds an invalid JSON line waits for its -32700 (at most: it ends when an error comes)
 NO_METHOD_WAIT = 2.0  # seconds a request without a method waits for its error (at the server's pace, as above)
 
 _ASKS_FOR_AUTH = re.compile(r"unauthori[sz]ed|bearer|access token|authori[sz]ation required|credential", re.I)
@@ -392,8 +393,12 @@ class LifecycleChecks(CheckerBase):
                 await wire.send_raw(b'{"jsonrpc": "2.0", "id": 1, "method": \n')
             except WireClosed:
                 return
-            await asyncio.sleep(0.3)
-            replies = [i for i in wire.incoming[before:] if isinstance(i.data, dict) and "error" in i.data]
+
+            def errors() -> list[Incoming]:
+                return [i for i in wire.incoming[before:] if isinstance(i.data, dict) and "error" in i.data]
+
+            await wire.until(lambda: bool(errors()), PARSE_ERROR_WAIT)
+            replies = errors()
             if replies and _code(replies[0]) == -32700:
                 r.ok("S021", "invalid JSON line -> -32700 Parse error", "malformed JSON")
             elif replies:
