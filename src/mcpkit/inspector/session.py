@@ -67,6 +67,7 @@ MAX_SERVER_LOG_BYTES = 4 * 1024 * 1024
 MAX_SERVER_LOG_ENTRY_BYTES = 64 * 1024
 PROBE_MIN_INTERVAL = 2.0  # one ping per this many seconds, however many pages ask (see Inspector.probe)
 PROBE_TIMEOUT = 5.0
+PROBE_TIMEOUTS_UNREACHABLE = 2  # pings in a row given up on that show the server as not answering (see probe)
 
 
 def _kept_log_message(params: dict[str, Any]) -> tuple[dict[str, Any], int]:
@@ -170,6 +171,7 @@ class Inspector(CallsAndAsks):
         self._attempt: asyncio.Future[None] | None = None  # the connection being opened (see abandon_connect)
         self._alive_task: asyncio.Task[None] | None = None
         self._probed_at = -PROBE_MIN_INTERVAL
+        self._probe_timeouts = 0  # the last pings given up on after PROBE_TIMEOUT, in a row
         self._server_view: dict[str, Any] = {}  # the connected server as the state shows it (see snapshot)
         self._generation = 0
         self._connections = 0
@@ -313,6 +315,7 @@ class Inspector(CallsAndAsks):
             if keep:
                 await self._close_client("replaced")
             self._client = client
+            self._probe_timeouts = 0
             self._no_completions = False
             self._generation += 1
             self.views.close_all()  # (a view speaks to the server it was opened on only)
@@ -393,27 +396,35 @@ class Inspector(CallsAndAsks):
     async def probe(self) -> str:
         """Whether the server still answers; the status after asking. Over HTTP nothing tells the inspector that
         the server went away (stdio sees the process exit, a WebSocket its close) until a request fails, so a page
-        that is shown and idle asks for this every few seconds: a ``ping`` (bounded by ``PROBE_TIMEOUT``) that
-        cannot reach the server sets the status ``unreachable`` (the connection is kept: the client tries again
-        with its next request), and one answered sets it back to ``connected``. At most one ping is sent per
-        ``PROBE_MIN_INTERVAL`` seconds, however many pages ask."""
+        that is shown and idle asks for this every few seconds: a ``ping`` bounded by ``PROBE_TIMEOUT``. One that
+        cannot reach the server (refused, reset, no session opened) sets the status ``unreachable`` at once (the
+        connection is kept: the client tries again with its next request); one given up on is only a slow answer
+        (a loaded machine) until ``PROBE_TIMEOUTS_UNREACHABLE`` in a row were, which set it ``unreachable`` too;
+        one answered sets it back to ``connected``. At most one ping is sent per ``PROBE_MIN_INTERVAL`` seconds,
+        however many pages ask."""
         client = self._client
         now = time.monotonic()
         if client is None or now - self._probed_at < PROBE_MIN_INTERVAL:
             return self.status
         self._probed_at = now
-        failure: dict[str, Any] | None = None
+        failure: str | None = None
+        timeouts = 0
         try:
             await asyncio.wait_for(client.ping(), PROBE_TIMEOUT)
         except MCPError:
             pass  # it answered, with an error: it is there
-        except (ConnectionClosed, RequestTimeout, TimeoutError, OSError) as exc:
-            reason = connect_reason(exc) if root_os_error(exc) is not None else str(exc) or type(exc).__name__
-            failure = {"message": f"{reason}. Asked again every few seconds while the page is shown."}
+        except (TimeoutError, RequestTimeout):
+            timeouts = self._probe_timeouts + 1
+            if timeouts >= PROBE_TIMEOUTS_UNREACHABLE:
+                failure = f"{timeouts} pings in a row got no answer within {PROBE_TIMEOUT:g} s"
+        except (ConnectionClosed, OSError) as exc:
+            failure = connect_reason(exc) if root_os_error(exc) is not None else str(exc) or type(exc).__name__
         if self._client is client:
+            self._probe_timeouts = timeouts
             if failure is not None and self.status in ("connected", "unreachable"):
-                self._set_status("unreachable", failure)
-            elif failure is None and self.status == "unreachable":
+                again = "Asked again every few seconds while the page is shown."
+                self._set_status("unreachable", {"message": f"{failure}. {again}"})
+            elif failure is None and timeouts == 0 and self.status == "unreachable":
                 self._set_status("connected")
         return self.status
 
