@@ -841,30 +841,35 @@ function onEvent(ev) {
       break;
     case "resync":
       document.body.dataset.resyncs = String(Number(document.body.dataset.resyncs || 0) + 1);
-      refresh();
+      once("refresh", refresh);
       break;
     default:
       break;
   }
 }
 
-// A list the server says changed is asked for again, once at a time: notifications that come while it is asked
-// for cost one more asking, not one each (a server sending thousands would have the page list thousands of times).
-const RELISTING = new Map();
+// Work asked for again while it runs is done once more after it, not once per asking: a server sending thousands
+// of list_changed would have the page list thousands of times, and a page that fell behind (each "resync" has it
+// fetch the state and the whole log and draw them again) would redraw once per resync of its backlog.
+const RUNNING = new Map();
 
-async function relist(kind) {
-  if (RELISTING.has(kind)) {
-    RELISTING.set(kind, true);
+async function once(key, work) {
+  if (RUNNING.has(key)) {
+    RUNNING.set(key, true);
     return;
   }
   try {
     do {
-      RELISTING.set(kind, false);
-      await loadList(kind);
-    } while (RELISTING.get(kind));
+      RUNNING.set(key, false);
+      await work();
+    } while (RUNNING.get(key));
   } finally {
-    RELISTING.delete(kind);
+    RUNNING.delete(key);
   }
+}
+
+function relist(kind) {
+  return once(`list:${kind}`, () => loadList(kind));
 }
 
 function onNotification(method, params) {
