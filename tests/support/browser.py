@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from mcpkit.testing.processes import StartWait
+
 # The flags a headless Chromium needs on a machine with no network but loopback, run as root, in a container.
 CHROMIUM_ARGS = [
     "--headless",
@@ -75,7 +77,6 @@ class InspectorProcess:
         import select
         import subprocess
         import sys
-        import time
 
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mcpkit.cli.main", *args, "--no-browser"],
@@ -88,16 +89,13 @@ class InspectorProcess:
         assert self.proc.stdout is not None
         # ``timeout`` seconds, longer while the process is still working (its CPU time grows: a loaded machine
         # starts it slowly), never more than 4 times that (one hung or spinning is given up on)
-        started = time.monotonic()
-        cpu, progressed = _cpu_seconds(self.proc.pid), started
+        wait = StartWait(self.proc.pid, timeout)
         self.url = ""
         seen: list[str] = []
-        while (now := time.monotonic()) < started + 4 * timeout and (now < started + timeout or now < progressed + 5):
+        while not wait.over():
             if not select.select([self.proc.stdout], [], [], 0.2)[0]:
                 if self.proc.poll() is not None:
                     break
-                if (used := _cpu_seconds(self.proc.pid)) > cpu:
-                    cpu, progressed = used, time.monotonic()
                 continue
             line = self.proc.stdout.readline()
             if not line:
@@ -110,9 +108,7 @@ class InspectorProcess:
             self._end()
             err = self.proc.stderr.read() if self.proc.stderr is not None else ""  # (before stop() closes it)
             self.stop()
-            raise AssertionError(
-                f"mcpkit {args[0]} printed no URL in {time.monotonic() - started:.0f}s: {''.join(seen)}\n{err}"
-            )
+            raise AssertionError(f"mcpkit {args[0]} printed no URL in {wait.elapsed:.0f}s: {''.join(seen)}\n{err}")
 
     @property
     def base(self) -> str:
@@ -139,17 +135,3 @@ class InspectorProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-
-
-def _cpu_seconds(pid: int, depth: int = 3) -> float:
-    """The CPU time ``pid`` and its children (a stdio server it started) have used (Linux ``/proc``; 0 elsewhere
-    or once it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            children = [int(c) for c in f.read().split()]
-    except (OSError, IndexError, ValueError):
-        return 0.0
-    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return own + sum(_cpu_seconds(c, depth - 1) for c in children[:8]) if depth > 0 else own
