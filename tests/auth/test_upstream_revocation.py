@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -21,7 +22,7 @@ import orjson
 import pytest
 from redis.asyncio import Redis
 
-from mcpkit.auth import RedisAuthStorage
+from mcpkit.auth import InMemoryAuthStorage, RedisAuthStorage
 from mcpkit.auth._util import pkce_pair
 from mcpkit.auth.upstream_login import UpstreamLogin
 from mcpkit.auth.upstream_revocation import MAX_REVOCATION_RECORDS, RevocationRetry
@@ -177,6 +178,27 @@ async def test_retries_of_a_revocation_are_bounded_in_tries_and_time() -> None:
         await until(lambda: login.revocation_counts["failed"] == 3, f"never given up: {login.revocation_counts}", 10)
         assert len(script.arrived) == 3 and script.arrived[-1] - script.arrived[0] < 3
         assert records(login) == {}
+
+
+class RecordsDown(InMemoryAuthStorage):
+    """The server's storage, its revocation records unreachable (a Redis that went away for them)."""
+
+    async def put_revocation(self, key: str, sealed: bytes, until: float, expires_at: float, max_records: int) -> bool:
+        raise ConnectionError("the storage is down")
+
+
+async def test_a_revocation_the_storage_cannot_record_is_still_done_from_memory(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A storage that fails to record a pending revocation does not fail the ``/revoke`` answer nor lose the
+    revocation: it is tried from this process's memory (``unrecorded``, a warning line)."""
+    with caplog.at_level(logging.WARNING, "mcpkit.auth.upstream_revocation"):
+        async with proxy_stack(oidc=True, proxy_options={"storage": RecordsDown()}) as s:
+            login: UpstreamLogin = s["login"]
+            await revoke_at_proxy(s, await sign_in(s, Browser()))
+            await until(lambda: login.revocation_counts["done"] == 1, f"never done: {login.revocation_counts}")
+            assert login.revocation_counts["unrecorded"] == 1
+    assert any("could not be recorded" in r.getMessage() for r in caplog.records)
 
 
 async def test_a_shutdown_waits_for_revocations_being_tried_not_for_those_pausing_between_tries() -> None:

@@ -174,9 +174,10 @@ class UpstreamRevocations:
             kept = await self.records.put_revocation(
                 job.key, sealed, job.asked_at + self.lease, job.asked_at + self.keep_for, MAX_REVOCATION_RECORDS
             )
-        except Exception:  # (the storage is down: the revocation is still tried, from memory)
-            logger.exception("an upstream revocation could not be recorded: it is tried from memory only")
-            kept = False
+        except Exception as exc:  # (the storage is down: the revocation is still tried, from memory)
+            self.counts["unrecorded"] += 1
+            logger.warning("an upstream revocation could not be recorded (%r): a restart loses it", exc)
+            return
         if not kept:
             self.counts["unrecorded"] += 1
             logger.warning("an upstream revocation is not recorded (MAX_REVOCATION_RECORDS): a restart loses it")
