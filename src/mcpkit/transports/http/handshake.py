@@ -229,40 +229,30 @@ class HandshakeRoutes:
     # ------------------------------------------------------------------ a session's POST
 
     def post(
-        self, scope: Scope, h: Headers, hv: str | None, msg: Any, receive: Receive, send: Send, body: bytes
+        self,
+        scope: Scope,
+        h: Headers,
+        hv: str | None,
+        msg: Any,
+        receive: Receive,
+        send: Send,
+        body: bytes,
+        found: HTTPSession | None = None,
     ) -> Outgoing | Awaitable[Any]:
         """A handshake-era POST to a stateful endpoint: the answer itself when the session's peer made it at once
         (the endpoint sends it with ``application/json``), else the awaitable that answers the POST (its result, an
-        answer for the endpoint to send the same way, or anything else when it has answered)."""
-        sid = text(h.get(b"mcp-session-id"))
-        if sid is None:
-            return self._open(scope, msg, receive, send, body)
-        hs = self.table.get(sid)
-        if hs is None or self.session_store is not None:
-            return self._find(sid, scope, hv, msg, receive, send, body)
-        if (owner := hs.client) is not None and owner[0] == "principal" and not owned_by(hs, scope):
-            return respond(send, 404, _NOT_FOUND)
-        return self._run(hs, hv, msg, receive, send, body)
-
-    async def _find(
-        self, sid: str, scope: Scope, hv: str | None, msg: Any, receive: Receive, send: Send, body: bytes
-    ) -> Any:
-        """:meth:`post` for a session this worker does not hold, or with a session store (which is the truth)."""
-        try:
-            hs = await self.sessions.find(sid, network_of(scope))
-        except ConnectionError as exc:  # the store cannot be reached: say so (the session may be fine)
-            await respond(send, 503, unavailable(exc), extra=RETRY_AFTER_1)
-            return None
-        if hs is None or not owned_by(hs, scope):
-            await respond(send, 404, _NOT_FOUND)
-            return None
-        answer = self._run(hs, hv, msg, receive, send, body)
-        return answer if isinstance(answer, Outgoing) else await answer
-
-    def _run(
-        self, hs: HTTPSession, hv: str | None, msg: Any, receive: Receive, send: Send, body: bytes
-    ) -> Outgoing | Awaitable[Any]:
-        """A POST of session ``hs``: checked, then run in its turn."""
+        answer for the endpoint to send the same way, or anything else when it has answered). ``found``: the
+        session :meth:`_find` read for it (checked, then run in its turn here)."""
+        hs = found
+        if hs is None:
+            sid_raw = h.get(b"mcp-session-id")
+            if sid_raw is None:
+                return self._open(scope, msg, receive, send, body)
+            hs = self.table.get(sid := sid_raw.strip(b" \t").decode("latin-1"))  # (wire.text's usual case)
+            if hs is None or self.session_store is not None:
+                return self._find(sid, scope, h, hv, msg, receive, send, body)
+            if (owner := hs.client) is not None and owner[0] == "principal" and not owned_by(hs, scope):
+                return respond(send, 404, _NOT_FOUND)
         if hv is not None and hv not in self.server.handshake_versions:
             return respond(send, 400, unsupported_header(hv))
         t = type(msg)
@@ -275,6 +265,21 @@ class HandshakeRoutes:
         if weight != 1:
             return self._weighed(hs, weight, self._answer(hs, msg, body, receive, send))
         return self._answer(hs, msg, body, receive, send)
+
+    async def _find(
+        self, sid: str, scope: Scope, h: Headers, hv: str | None, msg: Any, receive: Receive, send: Send, body: bytes
+    ) -> Any:
+        """:meth:`post` for a session this worker does not hold, or with a session store (which is the truth)."""
+        try:
+            hs = await self.sessions.find(sid, network_of(scope))
+        except ConnectionError as exc:  # the store cannot be reached: say so (the session may be fine)
+            await respond(send, 503, unavailable(exc), extra=RETRY_AFTER_1)
+            return None
+        if hs is None or not owned_by(hs, scope):
+            await respond(send, 404, _NOT_FOUND)
+            return None
+        answer = self.post(scope, h, hv, msg, receive, send, body, hs)
+        return answer if isinstance(answer, Outgoing) else await answer
 
     def _answer(
         self, hs: HTTPSession, msg: Any, body: bytes, receive: Receive, send: Send

@@ -421,8 +421,8 @@ class StreamableHTTPEndpoint:
                 (type(meta) is dict and META_PROTOCOL_VERSION in meta)
                 or m.method in MODERN_ONLY
                 or (
-                    hv_raw is not None  # (ModernValidator.modern_header; the header's text is kept for below)
-                    and (hv := text(hv_raw)) not in server.handshake_versions
+                    hv_raw is not None  # (ModernValidator.modern_header; the header's text, kept for below)
+                    and (hv := hv_raw.strip(b" \t").decode("latin-1")) not in server.handshake_versions
                     and versions.is_modern(hv)
                 )
             ):
