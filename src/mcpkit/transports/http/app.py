@@ -190,24 +190,39 @@ class MCPApp:
             await _probe_answer(scope, send, 503, {"status": "unavailable", "reason": reason, "worker": worker})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # an exact path of the table without a root_path: the usual request (hot path: docs/architecture.md)
+        app = None if scope.get("root_path") else self.routes.get(scope.get("path", ""))
+        if app is None:
+            app = self._resolve(scope)
+            if app is None:
+                await self._unrouted(scope, receive, send)
+                return
+        token = HTTP_REQUEST_SCOPE.set(scope)  # (ctx.headers and RateLimit read it; nothing is copied here)
+        try:
+            await app(scope, receive, send)
+        finally:
+            HTTP_REQUEST_SCOPE.reset(token)
+
+    def _resolve(self, scope: Scope) -> ASGIApp | None:
+        """The route of a path under ``root_path`` or with a trailing ``/`` (None: none, or the lifespan)."""
+        if scope["type"] == "lifespan":
+            return None
+        path: str = scope.get("path", "")
+        root = scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root) :] or "/"
+        if len(path) > 1 and path.endswith("/"):
+            path = path[:-1]
+        return self.routes.get(path)
+
+    async def _unrouted(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The lifespan, and requests to a path without a route (404; a WebSocket is closed)."""
         kind = scope["type"]
         if kind == "lifespan":
             await lifespan(receive, send, self._shutdown, self._startup)
-            return
-        path: str = scope.get("path", "")
-        root = scope.get("root_path", "")
-        # an exact path without a root_path (the usual case) needs no normalization
-        app = None if root else self.routes.get(path)
-        if app is None:
-            if root and path.startswith(root):
-                path = path[len(root) :] or "/"
-            if len(path) > 1 and path.endswith("/"):
-                path = path[:-1]
-            app = self.routes.get(path)
-        if app is None:
-            if kind == "websocket":
-                await send({"type": "websocket.close", "code": 1000})
-                return
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 1000})
+        else:
             body = b"Not Found"
             await send(
                 {
@@ -217,12 +232,6 @@ class MCPApp:
                 }
             )
             await send({"type": "http.response.body", "body": body})
-            return
-        token = HTTP_REQUEST_SCOPE.set(scope)  # (ctx.headers and RateLimit read it; nothing is copied here)
-        try:
-            await app(scope, receive, send)
-        finally:
-            HTTP_REQUEST_SCOPE.reset(token)
 
     async def aclose(self) -> None:
         for close in self._closers:
