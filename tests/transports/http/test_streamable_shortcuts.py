@@ -35,8 +35,11 @@ V = "2025-11-25"
 class Exchange:
     """One request to the ASGI app in process: a synthetic scope, the body at once, the answer collected."""
 
-    def __init__(self, app: Any, headers: list[tuple[bytes, bytes]], body: dict[str, Any]) -> None:
+    def __init__(
+        self, app: Any, headers: list[tuple[bytes, bytes]], body: dict[str, Any], method: str = "POST"
+    ) -> None:
         self.app = app
+        self.method = method
         self.headers = headers
         self.body = orjson.dumps(body)
         self.sent: list[dict[str, Any]] = []
@@ -55,7 +58,7 @@ class Exchange:
         async def send(message: dict[str, Any]) -> None:
             self.sent.append(message)
 
-        scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": self.headers}
+        scope = {"type": "http", "method": self.method, "path": "/mcp", "headers": self.headers}
         await self.app(scope, receive, send)
         start = self.sent[0]
         body = b"".join(m.get("body", b"") for m in self.sent[1:])
@@ -404,4 +407,25 @@ async def test_host_verdicts_are_cached_without_changing_them() -> None:
         assert (await Exchange(app, _raw(evil), initialize_body(V)).run())[0] == 403
         local = {**base, "host": "localhost:1", "origin": "http://localhost:3000"}
         assert (await Exchange(app, _raw(local), initialize_body(V)).run())[0] == 200
+    await app.aclose()
+
+
+async def test_the_usual_post_test_lets_through_only_posts_without_origin() -> None:
+    """Once a POST's Host, Accept and Content-Type passed together, the same headers pass one test, for a POST
+    without Origin only: another method with them gets its own answer, and a browser page's POST is still judged
+    by its Origin (refused, or answered with the CORS headers of an origin the policy trusts)."""
+    app = create_app(make_server(), sse=False, ws=False, json_response=True)
+    usual = {"host": "localhost:1", "accept": ACCEPT_BOTH, "content-type": "application/json"}
+    for _ in range(2):
+        assert (await Exchange(app, _raw(usual), initialize_body(V)).run())[0] == 200
+    status, headers, _ = await Exchange(app, _raw(usual), initialize_body(V), method="PUT").run()
+    assert (status, headers[b"allow"]) == (405, b"GET, POST, DELETE, OPTIONS")
+    status, headers, _ = await Exchange(app, _raw(usual), initialize_body(V), method="OPTIONS").run()
+    assert status == 204
+    assert b"access-control-allow-origin" not in headers
+    page = {**usual, "origin": "http://localhost:3000"}
+    status, headers, _ = await Exchange(app, _raw(page), initialize_body(V)).run()
+    assert (status, headers[b"access-control-allow-origin"]) == (200, b"http://localhost:3000")
+    evil = {**usual, "origin": "http://evil.example"}
+    assert (await Exchange(app, _raw(evil), initialize_body(V)).run())[0] == 403
     await app.aclose()

@@ -211,6 +211,8 @@ class StreamableHTTPEndpoint:
         self._sweeper: asyncio.Task[None] | None = None
         # Accept values that list both types (the quick test of a POST's headers; bounded, see refuse_post)
         self._good_accepts: set[bytes | None] = set()
+        # (Host, Accept, Content-Type) of POSTs without Origin that passed _screen (__call__'s one test; bounded)
+        self._usual_posts: set[tuple[bytes | None, bytes | None, bytes | None]] = set()
 
     # ------------------------------------------------------------------ public
 
@@ -312,9 +314,68 @@ class StreamableHTTPEndpoint:
             await not_http(kind, receive, send, self.aclose)
             return
         raw = scope.get("headers", ())  # request_headers(scope)'s usual case (hot path: docs/architecture.md)
-        h = dict(raw) if type(raw) is list else None
-        if h is None or len(h) != len(raw) or b"content-type" not in h:
+        if type(raw) is not list or len(h := dict(raw)) != len(raw) or b"content-type" not in h:
             h = request_headers(scope)
+        # the usual POST in one test: no Origin, a Host, Accept and Content-Type that passed _screen together before,
+        # a Content-Length shorter than the limit's digits; anything else is screened step by step
+        usual = (h.get(b"host"), h.get(b"accept"), h.get(b"content-type"))
+        if (
+            usual not in self._usual_posts
+            or b"origin" in h
+            or scope["method"] != "POST"
+            or len(h.get(b"content-length", b"")) >= self._limit_digits
+        ):
+            screened = await self._screen(scope, h, usual, receive, send)
+            if screened is None:
+                return
+            send = screened
+        # The body: the whole of it in one message is the usual case (hot path: docs/architecture.md).
+        limit = self._max_body
+        try:
+            message = await receive()
+            if message.get("more_body", False) or message["type"] != "http.request":
+                body = await read_rest(receive, message, limit)
+            else:
+                body = message.get("body", b"")
+                if len(body) > limit:
+                    raise BodyTooLarge
+                if type(body) is not bytes:
+                    body = bytes(body)
+        except BodyTooLarge:
+            await respond(send, 413, error_body(None, INVALID_REQUEST, f"request body larger than {limit} bytes"))
+            return
+        except Disconnected:
+            return
+        answer = self._post(scope, h, body, receive, send)
+        if type(answer) is not Outgoing:
+            answer = await answer  # type: ignore[misc]  # (an Outgoing: made later, sent below)
+            if type(answer) is not Outgoing:
+                return
+        # An answer with application/json: a 2026-07-28 one (made at once, without a coroutine, or by
+        # Answerer.answer_modern), or a handshake-era result made without a stream (HandshakeRoutes.post; never
+        # an error: their status follows other rules, Answerer.serve sends them)
+        data = answer.data
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200 if answer.kind != ERROR else error_status(answer, True, False),
+                "headers": [LENGTHS.get(len(data)) or content_length(len(data)), CONTENT_TYPE_JSON],
+            }
+        )
+        await send({"type": "http.response.body", "body": data, "more_body": False})
+
+    async def _screen(
+        self,
+        scope: Scope,
+        h: Headers,
+        usual: tuple[bytes | None, bytes | None, bytes | None],
+        receive: Receive,
+        send: Send,
+    ) -> Send | None:
+        """The checks of every request but the usual POST: the Host/Origin policy, CORS, the methods other than
+        POST (answered here) and a POST's headers. Returns the ``send`` a POST is answered through (with the CORS
+        headers of a trusted page), or None when the request has its answer. A POST without ``Origin`` whose Host,
+        Accept and Content-Type passed joins the usual ones (bounded: 64 combinations)."""
         origin_raw = h.get(b"origin")
         allows = self._allows
         if origin_raw is None and allows is not None:
@@ -332,7 +393,7 @@ class StreamableHTTPEndpoint:
         if refused is not None:
             status, reason = refused
             await respond(send, status, error_body(None, INVALID_REQUEST, f"Forbidden: {reason}"))
-            return
+            return None
         if self._sweeper is None and not self.stateless and not self.answers.closing:
             self._sweeper = asyncio.get_running_loop().create_task(self.sessions.sweep())
         method = scope["method"]
@@ -340,55 +401,23 @@ class StreamableHTTPEndpoint:
             # a browser page from an origin the policy trusts: let it read the answers (CORS)
             if method == "OPTIONS":
                 await preflight(scope, origin, send)
-                return
+                return None
             send = with_cors(send, origin)
         if method == "POST":
-            # the usual POST in one test (an Accept seen to pass before, Content-Type exactly application/json, a
-            # Content-Length shorter than the limit's digits); anything else is judged by refuse_post
+            refused_post = refuse_post(h, self.json_response, self._good_accepts, self._max_body)
+            if refused_post is not None:
+                await respond(send, *refused_post)
+                return None
             if (
-                h.get(b"accept") not in self._good_accepts
-                or h.get(b"content-type") != JSON_TYPE
-                or len(h.get(b"content-length", b"")) >= self._limit_digits
+                origin_raw is None
+                and allows is not None
+                and usual[1] in self._good_accepts
+                and usual[2] == JSON_TYPE
+                and len(self._usual_posts) < 64
             ):
-                refused_post = refuse_post(h, self.json_response, self._good_accepts, self._max_body)
-                if refused_post is not None:
-                    await respond(send, *refused_post)
-                    return
-            # The body: the whole of it in one message is the usual case (hot path: docs/architecture.md).
-            limit = self._max_body
-            try:
-                message = await receive()
-                if message.get("more_body", False) or message["type"] != "http.request":
-                    body = await read_rest(receive, message, limit)
-                else:
-                    body = message.get("body", b"")
-                    if len(body) > limit:
-                        raise BodyTooLarge
-                    if type(body) is not bytes:
-                        body = bytes(body)
-            except BodyTooLarge:
-                await respond(send, 413, error_body(None, INVALID_REQUEST, f"request body larger than {limit} bytes"))
-                return
-            except Disconnected:
-                return
-            answer = self._post(scope, h, body, receive, send)
-            if type(answer) is not Outgoing:
-                answer = await answer  # type: ignore[misc]  # (an Outgoing: made later, sent below)
-                if type(answer) is not Outgoing:
-                    return
-            # An answer with application/json: a 2026-07-28 one (made at once, without a coroutine, or by
-            # Answerer.answer_modern), or a handshake-era result made without a stream (HandshakeRoutes.post; never
-            # an error: their status follows other rules, Answerer.serve sends them)
-            data = answer.data
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 200 if answer.kind != ERROR else error_status(answer, True, False),
-                    "headers": [LENGTHS.get(len(data)) or content_length(len(data)), CONTENT_TYPE_JSON],
-                }
-            )
-            await send({"type": "http.response.body", "body": data, "more_body": False})
-        elif method == "GET":
+                self._usual_posts.add(usual)
+            return send
+        if method == "GET":
             await self.handshake.get(scope, h, receive, send)
         elif method == "DELETE":
             await self.handshake.delete(scope, h, send)
@@ -398,6 +427,7 @@ class StreamableHTTPEndpoint:
             await respond(send, 204, b"", None, [(b"allow", ALLOWED_METHODS)])
         else:
             await respond(send, 405, b"", None, [(b"allow", ALLOWED_METHODS)])
+        return None
 
     # ------------------------------------------------------------------ POST
 
