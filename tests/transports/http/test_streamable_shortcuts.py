@@ -429,3 +429,29 @@ async def test_the_usual_post_test_lets_through_only_posts_without_origin() -> N
     evil = {**usual, "origin": "http://evil.example"}
     assert (await Exchange(app, _raw(evil), initialize_body(V)).run())[0] == 403
     await app.aclose()
+
+
+async def test_remembered_modern_headers_stand_for_the_body_they_came_with() -> None:
+    """The 2026-07-28 header values the step-by-step check found good pass one test afterwards, only for a body
+    that says the same: another method, tool or version under them is still a mismatch, also after a request the
+    server refused for its ``_meta`` and one that took the long way for its log level."""
+    app = create_app(make_server(), sse=False, ws=False, json_response=True)
+
+    async def call(name: str, header: str, method: str = "tools/call", **meta: Any) -> tuple[int, dict[str, Any]]:
+        body = modern_body(method, {"name": name, "arguments": {"text": "t", "a": 1, "b": 2}}, 7, **meta)
+        h = _raw({"host": "localhost:1", **modern_headers("tools/call", header)})
+        status, _, raw = await Exchange(app, h, body).run()
+        return status, orjson.loads(raw)
+
+    assert (await call("echo", "echo"))[0] == 200
+    status, msg = await call("add", "add", log_level="loud")  # good headers, a _meta the server refuses
+    assert status == 400 and msg["error"]["code"] == -32602
+    status, msg = await call("echo", "echo", log_level="info")  # the long way for its log level
+    assert status == 200 and msg["result"]["content"][0]["text"] == "t"
+    for name, method, version in (("add", "tools/call", MODERN), ("echo", "prompts/get", MODERN)):
+        status, msg = await call(name, "echo", method, version=version)
+        assert status == 400 and msg["error"]["code"] == -32020, (name, method, msg)
+    status, msg = await call("echo", "echo", version="2099-01-01")
+    assert status == 400, msg
+    assert (await call("echo", "echo"))[0] == 200
+    await app.aclose()

@@ -29,7 +29,6 @@ from ...protocol.versions import (
     Features,
 )
 from .headers import NAME_FIELD, check_param_headers, decode_header_value
-from .security import MISSING
 from .wire import Headers, text
 
 if TYPE_CHECKING:
@@ -76,12 +75,10 @@ class ModernValidator:
     __slots__ = (
         "_asked_too",
         "_asks",
-        "_known_feats",
+        "_found_good",
+        "_known",
         "_known_handlers",
-        "_known_methods",
-        "_known_names",
         "_known_stamp",
-        "_known_versions",
         "max_batch",
         "server",
         "tool_headers",
@@ -95,14 +92,15 @@ class ModernValidator:
         # must match. Read while the server serves a caller tool only (_forget_known: when its handlers change)
         self._asks = server if isinstance(server, AsksAuthorization) else None
         self._asked_too: Callable[[str, Any], tuple[JSONDict, ...]] | None = None
-        # the quick test of validate: header values (bytes) that diagnose found good, by what they stand for
-        # (each bounded; started afresh when the server's versions or handlers change)
+        # the quick test of validate: the MCP-Protocol-Version, Mcp-Method and Mcp-Name values (bytes) that diagnose
+        # found good together, with what they stand for: the version (served), the method (implemented in the
+        # modern era), the params field Mcp-Name carries and its plain visible-ASCII value (not the sentinel), and
+        # the version's features as server.modern_context read them (bounded; started afresh when the server's
+        # versions or handlers change)
         self._known_stamp: Any = None
         self._known_handlers = -1
-        self._known_versions: dict[bytes | None, str] = {}  # modern versions served
-        self._known_feats: dict[str, Features] = {}  # their features, as server.modern_context read them
-        self._known_methods: dict[bytes | None, str] = {}  # methods implemented in the modern era, seen before
-        self._known_names: dict[bytes | None, str] = {}  # plain visible-ASCII names (not the sentinel)
+        self._known: dict[tuple[bytes | None, ...], tuple[str, str, str | None, Any, Features]] = {}
+        self._found_good: tuple[str, str, str | None, Any] | None = None  # what the last diagnose found good
 
     def modern_header(self, hv: bytes) -> bool:
         """An MCP-Protocol-Version header naming a modern revision (and no handshake one this server speaks)."""
@@ -119,25 +117,29 @@ class ModernValidator:
         # version, method and name. Anything else is diagnosed step by step.
         server = self.server
         read: ModernContext | None = None
+        good = None  # what diagnose found good in this request's headers, to remember
         if type(meta) is dict:
             if self._known_stamp is not server.modern_versions or self._known_handlers != server.handlers_version:
                 self._forget_known()
-            field = NAME_FIELD.get(method)
-            version: Any = meta.get(META_PROTOCOL_VERSION)  # (unchecked JSON: a version served is a str key below)
+            key = (h.get(b"mcp-protocol-version"), h.get(b"mcp-method"), h.get(b"mcp-name"))
+            known = self._known.get(key)
             if (
-                self._known_versions.get(h.get(b"mcp-protocol-version"), MISSING) == version
-                and self._known_methods.get(h.get(b"mcp-method")) == method
-                and (field is None or self._known_names.get(h.get(b"mcp-name"), MISSING) == params.get(field))  # type: ignore[union-attr]
+                known is not None
+                and known[1] == method
+                and known[0] == meta.get(META_PROTOCOL_VERSION)
+                and (known[2] is None or known[3] == params.get(known[2]))  # type: ignore[union-attr]
             ):
-                # server.modern_context's usual case, read here: a version it read before (its features), the
-                # client capabilities an object, no log level
-                feats = self._known_feats.get(version)
+                # server.modern_context's usual case, read here: the client capabilities an object, no log level
                 caps = meta.get(META_CLIENT_CAPABILITIES)
-                if feats is not None and type(caps) is dict and META_LOG_LEVEL not in meta:
+                if type(caps) is dict and META_LOG_LEVEL not in meta:
                     info = meta.get(META_CLIENT_INFO)
-                    read = (feats, caps, info if type(info) is dict else None, None)
-            elif (refused := self.diagnose(h, msg, meta)) is not None:
-                return refused
+                    read = (known[4], caps, info if type(info) is dict else None, None)
+            else:
+                self._found_good = None
+                refused = self.diagnose(h, msg, meta)
+                good, self._found_good = self._found_good, None
+                if refused is not None:
+                    return refused
         elif (refused := self.diagnose(h, msg, meta)) is not None:
             return refused
         if read is None:
@@ -145,8 +147,8 @@ class ModernValidator:
                 read = server.modern_context(meta)  # the client capabilities and log level (the version is known good)
             except MCPError as exc:
                 return Refused(400, exc.to_error())
-            if len(self._known_feats) < 16:
-                self._known_feats[meta[META_PROTOCOL_VERSION]] = read[0]  # (a version the server serves)
+            if good is not None and len(self._known) < 512:
+                self._known[key] = (*good, read[0])
         if method == "tools/call" and self.tool_headers is not None:
             name = params.get("name")  # type: ignore[union-attr]
             if type(name) is str:
@@ -184,9 +186,8 @@ class ModernValidator:
         self._known_handlers = server.handlers_version
         asks = self._asks
         self._asked_too = asks.asked_too if asks is not None and asks.asks_too else None
-        self._known_versions = {}
-        self._known_feats = {}
-        self._known_methods = {}
+        self._known = {}
+        self._found_good = None
 
     def diagnose(self, h: Headers, msg: Request, meta: Any) -> Refused | None:
         """The header checks of :meth:`validate`, step by step: the refusal of the first problem found, None when
@@ -219,8 +220,6 @@ class ModernValidator:
                 )
             refusal = UnsupportedProtocolVersion(body_version, server.supported_versions, message)
             return Refused(400, refusal.to_error())
-        if len(self._known_versions) < 16:
-            self._known_versions[hv] = body_version  # served, and the header says it
         method = msg.method
         hm = h.get(b"mcp-method")
         if hm is None:
@@ -232,9 +231,8 @@ class ModernValidator:
             if method == "initialize":
                 message += f" (2026-07-28 has no handshake; {self._initialize_advice()})"
             return Refused(404, {"code": METHOD_NOT_FOUND, "message": message})
-        if len(self._known_methods) < 64:
-            self._known_methods[hm] = method  # implemented, and its header was the body's method byte for byte
         field = NAME_FIELD.get(method)
+        plain: Any = None
         if field is not None:
             raw_b = h.get(b"mcp-name")
             if raw_b is None:
@@ -251,8 +249,12 @@ class ModernValidator:
                 name = raw
             if name != expected:
                 return _mismatch(f"Mcp-Name header value {name!r} does not match body value {params.get(field)!r}")
-            if name is raw and len(self._known_names) < 512:
-                self._known_names[raw_b] = raw  # a plain name: the next request naming it takes the quick test
+            if name is not raw:
+                return None  # (a sentinel or an encoded name: diagnosed every time)
+            plain = raw
+        # the header values were the body's byte for byte (a served version, a method implemented in the modern
+        # era, a plain name): validate remembers them for its quick test
+        self._found_good = (body_version, method, field, plain)
         return None
 
     def _initialize_refusal(self, h: Headers) -> Refused:
