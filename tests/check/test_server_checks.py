@@ -318,7 +318,9 @@ async def _check_http(*args: str, token: str | None = None, server: list[str] = 
 @pytest.fixture(scope="module")
 def broken_reports() -> dict[str, Report]:
     # ~600 starts of the broken server (a stdio run starts it once per session): each is forked from one process
-    # that imported its modules once (support.zygote), not a new interpreter importing asyncio and uvicorn again
+    # that imported its modules once (support.zygote), not a new interpreter importing asyncio and uvicorn again.
+    # 16 runs at a time: each mostly waits (the checker's windows, its servers), ~42 s of CPU in all; 10 at a time
+    # took 156 s at a load average of 32, 16 took 97 s at 44 (24: 101 s at 39, the CPU was the bound by then)
     with Zygote([BROKEN[1], *UVICORN_RUNTIME]) as zygote:
         server = zygote.command(BROKEN[1])
 
@@ -334,7 +336,7 @@ def broken_reports() -> dict[str, Report]:
         jobs.update({f"stdio:{f}": stdio(f) for f in STDIO_FAULTS})
         jobs.update({f"http:{f}": http(f) for f in HTTP_FAULTS})
         jobs.update({f"auth:{f}": http(f, auth=True) for f in AUTH_FAULTS})
-        return asyncio.run(gather_limited(jobs, limit=10, within=FIXTURE_WITHIN))
+        return asyncio.run(gather_limited(jobs, limit=16, within=FIXTURE_WITHIN))
 
 
 def test_broken_server_without_faults_passes(broken_reports: dict[str, Report]) -> None:
