@@ -641,3 +641,31 @@ async def test_learned_inline_tool_that_runs_long_never_stalls_http_requests(mod
                 break
         assert where_slow == "loop", "the long call did not start inline"
         assert max(latencies) < BOUND_S, f"slowest probe {max(latencies) * 1000:.1f} ms during the inline call"
+
+
+async def test_a_suspect_tools_inline_calls_over_tools_call_are_measured() -> None:
+    """A tool whose inline calls are suspect (a wait by wall time, maybe the OS preempting it) has them measured
+    with the scheduler's times when it is called over ``tools/call`` too, not only through its policy: the call
+    goes through the policy's ``inline_fn``, which is the measuring wrapper until the suspicion ends."""
+    app = MCPKit("suspect", sync_learn_calls=1)
+    calls: list[str] = []
+
+    @app.tool
+    def echo(text: str) -> str:
+        calls.append(text)
+        return text
+
+    tool = app.get_tool("echo")
+    assert tool is not None and tool.sync is not None
+    policy = tool.sync
+    async with connect(app) as (cs, _, _):
+        for _ in range(3):  # learned inline
+            await cs.call_tool("echo", {"text": "learn"})
+        assert policy.mode == INLINE
+        policy._suspect_begins()
+        window = policy._suspect
+        for k in range(3):
+            result = await cs.call_tool("echo", {"text": f"call {k}"})
+            assert result.content[0].text == f"call {k}"  # type: ignore[union-attr]
+    assert policy._suspect == window - 3, "the inline calls over tools/call were not measured"
+    assert calls[-3:] == ["call 0", "call 1", "call 2"]

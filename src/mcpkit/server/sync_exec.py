@@ -226,7 +226,6 @@ class SyncPolicy:
 
     __slots__ = (
         "__weakref__",  # (named in the shutdown warning of the worker pool: name_work)
-        "_call",
         "_fast",
         "_fast_s",
         "_maybe",
@@ -240,6 +239,7 @@ class SyncPolicy:
         "declared",
         "exact",
         "fn",
+        "inline_fn",
         "learn_calls",
         "long_s",
         "mode",
@@ -257,7 +257,8 @@ class SyncPolicy:
         learn_calls: int = DEFAULT_LEARN_CALLS,
     ) -> None:
         self.fn: Callable[..., Any] = fn
-        self._call = fn  # what an inline call calls: fn, or _watched while the function is suspect
+        #: what an inline call calls: ``fn``, or a wrapper that measures it while the function is suspect
+        self.inline_fn: Callable[..., Any] = fn
         self.what: str = what
         self.declared: bool = thread is False
         if thread is False:
@@ -311,7 +312,7 @@ class SyncPolicy:
         long without an explanation."""
         if self.mode != INLINE:
             return ON_THREAD
-        return run_inline(self._call, args, kwargs, self)
+        return run_inline(self.inline_fn, args, kwargs, self)
 
     def ran_long(self, took: float, own: float, u0: Any, k0: int = -1) -> None:
         """``took`` seconds, of which ``own`` outside garbage collection (which would pause the loop anyway);
@@ -374,13 +375,13 @@ class SyncPolicy:
         self._suspect_window = self._suspect = window
         self.exact = max(self.exact, self._window)
         self._maybe = 0  # (short waits count again once measured exactly)
-        self._call = self._watched
+        self.inline_fn = self._watched
         logger.debug("%s waited inline: its next %d calls are measured with the scheduler's times", self.what, window)
 
     def _suspicion_ends(self) -> None:
         self._suspect = 0
         self._span = None
-        self._call = self.fn
+        self.inline_fn = self.fn
 
     def _watched(self, *args: Any, **kwargs: Any) -> Any:
         """A suspect function's inline call: the thread's CPU time and run-queue time read around it, and the other

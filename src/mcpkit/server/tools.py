@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
+from .._runtime import run_inline
 from ..protocol.errors import (
     CapabilityNotSupported,
     ConnectionClosed,
@@ -54,7 +55,7 @@ from .schema import (
     validation_problems,
 )
 from .schema_tools import SchemaInfo, schema_problems, schema_validator
-from .sync_exec import EAGER, ON_THREAD, PLAIN_TYPES, SyncPolicy
+from .sync_exec import EAGER, INLINE, ON_THREAD, PLAIN_TYPES, SyncPolicy
 from .typehints import is_field_info as _is_field_info
 
 if TYPE_CHECKING:
@@ -294,13 +295,18 @@ class Tool(Listed):
             sync = self.sync
             if sync is None:
                 return self._finish(self.fn(**kwargs), feats, None, ctx, name)
-            value = sync.try_inline((), kwargs)  # inline (timed, guarded), or not called
-            if value is ON_THREAD or value is EAGER or (type(value) not in PLAIN_TYPES and inspect.isawaitable(value)):
+            # inline (timed, guarded) or not called: SyncPolicy.try_inline without its frame (hot path:
+            # docs/architecture.md)
+            value = run_inline(sync.inline_fn, (), kwargs, sync) if sync.mode == INLINE else ON_THREAD
+            if type(value) is str:
+                if (returns := self._returns) is not None and not returns.structured:
+                    return text_result(value)  # self.result's first case
+            elif (
+                value is ON_THREAD or value is EAGER or (type(value) not in PLAIN_TYPES and inspect.isawaitable(value))
+            ):
                 return self._finish(value, feats, kwargs, ctx, name)
         except Exception as exc:
             return self._failed(exc, feats, ctx, name)
-        if type(value) is str and (returns := self._returns) is not None and not returns.structured:
-            return text_result(value)  # self.result's first case
         return self.result(value, feats)
 
     async def _finish(
