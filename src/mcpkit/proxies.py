@@ -19,8 +19,10 @@ How upstream connections are used:
 - a handshake-era client session gets its own upstream session, opened at its first request and closed with
   it (its subscriptions, log messages and the upstream's requests stay with it; the upstream sees the client's
   capabilities);
-- a 2026-07-28 request leases an upstream connection from a bounded pool for its duration, so what the upstream
-  sends meanwhile (progress, logs, requests) belongs to that request alone;
+- a 2026-07-28 request leases an upstream connection for its duration, so what the upstream sends meanwhile
+  (progress, logs, requests) belongs to that request alone: one per set of client capabilities the requests
+  declare (``pool_size=1``, the default: the server's state, such as a tool a call added, is the same for every
+  request of those clients), or one of a bounded pool;
 - one primary connection, opened when the proxy starts, learns the upstream's info and capabilities and relays
   its list changes (and resource updates) to ``subscriptions/listen`` streams; on a 2026-07-28 upstream it holds
   one listen stream naming the URIs the clients subscribed to (sessions' ``resources/subscribe`` and listen
@@ -142,7 +144,10 @@ class ProxyServer(ClientWatches):
         targets: ``{prefix: target}``; one target with prefix None is a plain proxy.
         name: the server's name (default: the upstream's, for a single target; else "mcpkit-gateway").
         allow_private_network: allow URL targets on private, link-local or reserved addresses.
-        pool_size: upstream connections per target that 2026-07-28 requests lease (default 4).
+        pool_size: upstream connections per handshake-era target that 2026-07-28 requests lease, one request at a
+            time each (default 1 per set of client capabilities the requests declare: a handshake-era server
+            keeps state per connection, such as a tool a call added, and a 2026-07-28 client must meet one
+            server; more, in all, only for a server whose connections are interchangeable).
         lease_timeout: seconds a 2026-07-28 request waits for a pool connection (default 30).
         max_upstream_sessions: upstream sessions per target held for handshake-era client sessions (default 256).
         max_suspended: upstream requests of 2026-07-28 clients waiting on input at once (default 256).
@@ -172,7 +177,7 @@ class ProxyServer(ClientWatches):
         *,
         name: str | None = None,
         allow_private_network: bool = False,
-        pool_size: int = 4,
+        pool_size: int = 1,
         lease_timeout: float = 30.0,
         max_upstream_sessions: int = 256,
         max_suspended: int = 256,

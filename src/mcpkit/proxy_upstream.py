@@ -50,6 +50,7 @@ class Upstream(UpstreamWatch):
         self.modern: bool = False
         self._idle: dict[str, list[_Conn]] = {}  # by the client capabilities a connection declares (caps_key)
         self._pool_count = 0
+        self._per_key: dict[str, int] = {}  # (the pool's connections, idle or not, by caps_key)
         self._pool_free = asyncio.Condition()
         self._seq = itertools.count()
         self._sessions: weakref.WeakKeyDictionary[ServerSession, _Conn] = weakref.WeakKeyDictionary()
@@ -501,14 +502,19 @@ class Upstream(UpstreamWatch):
 
     async def lease(self, sctx: ServerRequestContext) -> _Lease:
         """A connection for one 2026-07-28 request. A handshake-era upstream may ask its client things in the
-        middle of a request, so its connections serve one request at a time (the primary first, then up to
-        ``pool_size`` in all; a request waits while all are busy); a 2026-07-28 upstream asks nothing that way,
-        so every request shares the primary (a new one when the upstream ended).
+        middle of a request, so its connections serve one request at a time; a request waits while all are busy.
+        It keeps state per connection (a tool a call added, a setting) that a 2026-07-28 client, who sees one
+        server, must find whichever request comes next: by default (``pool_size=1``) the requests whose clients
+        declare the same capabilities (what the upstream sees, and may offer tools by) are all served by one
+        connection, opened for them and kept; a larger ``pool_size`` is the operator saying its connections are
+        interchangeable (up to ``pool_size`` in all, an idle one closed to make room for other capabilities). A
+        2026-07-28 upstream asks nothing that way, so every request shares the primary (a new one when the
+        upstream ended).
 
-        Among the idle connections that fit, the one opened first is taken: a stdio target is one process per
-        connection, and a 2026-07-28 client's requests one after the other go back to the same process as soon as
-        it is free, even after a burst (or a request arriving while a cancelled one still held it) opened another.
-        What a request changed in the server's state (a cancelled call, a setting) is then seen by the next ones."""
+        In a pool, among the idle connections that fit, the one opened first is taken: a stdio target is one
+        process per connection, and a 2026-07-28 client's requests one after the other go back to the same process
+        as soon as it is free, even after a burst (or a request arriving while a cancelled one still held it)
+        opened another."""
         await self._usable()
         if self.modern:
             shared = self.primary
@@ -517,33 +523,46 @@ class Upstream(UpstreamWatch):
             shared.leases.append(lease)
             return lease
         # the upstream sees the capabilities of the request's client (a server may offer tools by them): a
-        # connection serves the requests whose clients declared what it declared
+        # connection serves the requests whose clients declared what it declared. By default (pool_size 1) there is
+        # one such connection per set of capabilities, never closed to make room: the state a call changed there
+        # (a tool it added) is what every request of those clients sees next. A pool: up to pool_size in all
         primary = self.primary
         assert primary is not None
+        single = self.proxy.pool_size == 1
         key = caps_key(sctx.client_capabilities)
         evicted: list[_Conn] = []
         async with self._pool_free:
             for waiting in self._idle.values():  # a connection whose upstream ended (a crashed stdio server) leaves
                 for dead in [c for c in waiting if not _alive(c)]:
                     waiting.remove(dead)
-                    self._pool_count -= 1
+                    self._counted(dead, -1)
                     evicted.append(dead)
             if not self._pool_count and _alive(primary):
                 self._idle.setdefault(caps_key(None), []).append(primary)
-                self._pool_count = 1
-            while not self._idle.get(key) and self._pool_count >= self.proxy.pool_size:
+                self._counted(primary, 1)
+            while not self._idle.get(key) and (
+                self._per_key.get(key, 0) >= 1 if single else self._pool_count >= self.proxy.pool_size
+            ):
                 spares = [c for idle in self._idle.values() for c in idle if not c.primary]
-                if spares:  # an idle connection declaring other capabilities makes room (the newest goes)
+                if spares and not single:  # an idle connection declaring other capabilities makes room (the newest)
                     spare = max(spares, key=_opened)
                     self._idle[caps_key(spare.caps)].remove(spare)
-                    self._pool_count -= 1
+                    self._counted(spare, -1)
                     evicted.append(spare)
                     break
-                await asyncio.wait_for(self._pool_free.wait(), self.proxy.lease_timeout)
+                try:
+                    await asyncio.wait_for(self._pool_free.wait(), self.proxy.lease_timeout)
+                except TimeoutError:
+                    raise MCPError(
+                        f"every connection to the upstream server {self.target.description} is busy "
+                        f"(pool_size={self.proxy.pool_size}): none was free within {self.proxy.lease_timeout:g} s "
+                        "(lease_timeout); try again later"
+                    ) from None
             idle = self._idle.get(key)
             conn = idle.pop(0) if idle else None  # the oldest (kept in the order they were opened)
             if conn is None:
                 self._pool_count += 1
+                self._per_key[key] = self._per_key.get(key, 0) + 1
         for gone in evicted:
             await self._close(gone)
         if conn is None:
@@ -552,7 +571,8 @@ class Upstream(UpstreamWatch):
             except BaseException:
                 async with self._pool_free:
                     self._pool_count -= 1
-                    self._pool_free.notify()
+                    self._per_key[key] -= 1
+                    self._pool_free.notify_all()
                 raise
             await self.watch_pooled(conn)  # (a stdio process of its own: the updates of what it changes relayed)
         lease = _Lease(conn, sctx)
@@ -570,10 +590,16 @@ class Upstream(UpstreamWatch):
             if alive:
                 bisect.insort(self._idle.setdefault(caps_key(conn.caps), []), conn, key=_opened)
             else:
-                self._pool_count -= 1
-            self._pool_free.notify()
+                self._counted(conn, -1)
+            self._pool_free.notify_all()  # (waiters of one set of capabilities or another)
         if not alive:
             await self._close(conn)  # (its process reaped)
+
+    def _counted(self, conn: _Conn, change: int) -> None:
+        """(the pool's lock held) ``conn`` joins (1) or leaves (-1) the pool's counts."""
+        key = caps_key(conn.caps)
+        self._pool_count += change
+        self._per_key[key] = self._per_key.get(key, 0) + change
 
     async def _close(self, conn: _Conn) -> None:
         self._all.discard(conn)
@@ -593,6 +619,7 @@ class Upstream(UpstreamWatch):
             await self._close(conn)
         self._idle.clear()
         self._pool_count = 0
+        self._per_key.clear()
 
 
 def one_line(exc: BaseException) -> str:

@@ -44,16 +44,17 @@ def _upstream(name: str) -> list[str]:
 
 @contextlib.asynccontextmanager
 async def through_proxy(
-    upstream: str, front: str, mode: str, upstream_mode: str = "auto", **client_options: Any
+    upstream: str, front: str, mode: str, upstream_mode: str = "auto", pool_size: int = 1, **client_options: Any
 ) -> AsyncIterator[Client]:
     """A client of a proxy of the toolkit app ``upstream`` (a stdio subprocess): the proxy served over stdio
     (``mcpkit proxy`` itself) or over HTTP (in process)."""
     if front == "stdio":
         command = [sys.executable, "-m", "mcpkit", "proxy", " ".join(_upstream(upstream)), "--mode", upstream_mode]
+        command += ["--pool-size", str(pool_size)]
         async with Client(command, mode=mode, **client_options) as client:
             yield client
         return
-    app = mcpkit.proxy(_upstream(upstream), client_options={"mode": upstream_mode})
+    app = mcpkit.proxy(_upstream(upstream), client_options={"mode": upstream_mode}, pool_size=pool_size)
     async with serve_http(app) as url, Client(url, mode=mode, **client_options) as client:
         yield client
 
@@ -485,10 +486,10 @@ async def test_the_subscriptions_a_session_keeps_through_a_proxy_to_make_them_ag
 
 @pytest.mark.parametrize("front", ["stdio", "http"])
 async def test_requests_one_after_the_other_go_back_to_the_first_upstream_process_after_a_burst(front: str) -> None:
-    """A stdio target is one process per pooled connection: a burst of 2026-07-28 calls opens a second one, and
-    once they are done the next calls are served by the first again (whatever order the burst ended in), so what
-    a call changed in that server's state is seen by the calls after it."""
-    async with through_proxy("legacy-2025-06-18", front, "modern", **HANDLERS) as client:
+    """A stdio target is one process per pooled connection (a pool the operator asked for: ``pool_size``): a burst
+    of 2026-07-28 calls opens a second one, and once they are done the next calls are served by the first again
+    (whatever order the burst ended in)."""
+    async with through_proxy("legacy-2025-06-18", front, "modern", pool_size=4, **HANDLERS) as client:
         first = (await client.call_tool("process", {})).data
         started = asyncio.Event()
         short = asyncio.ensure_future(

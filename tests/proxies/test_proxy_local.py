@@ -161,7 +161,7 @@ async def test_subscribers_of_a_proxys_own_resources_get_its_updates_and_the_ups
     proxy serves itself, or a URI one of its own templates matches, is the proxy's own: ``p.notify_resource_updated``
     reaches it, and the upstream is not asked to watch it. The upstream's resources are still watched upstream and
     their updates relayed. It used to go upstream, and the proxy's own updates never reached the subscriber."""
-    p = mcpkit.proxy(_upstream("cached"), client_options={"mode": upstream_mode})
+    p = mcpkit.proxy(_upstream("cached"), client_options={"mode": upstream_mode}, pool_size=4)
     p.add_resource("mem://x", "x")
     p.add_resource("mem://day/{day}", lambda day: f"the day {day}")
     async with Client(p, mode=mode) as client:

@@ -35,7 +35,7 @@ async def _pooled_watches(p: mcpkit.ProxyServer, want: frozenset[str], seconds: 
 async def test_a_2026_client_hears_of_a_change_its_call_made_in_a_pooled_stdio_upstream_process() -> None:
     """It used to be lost: the watch was on the primary's process, the call ran in another one. Each update comes
     once; a pooled process opened before the watch and one opened during it are watched alike, and unwatched after."""
-    p = mcpkit.proxy(_upstream("cached"), client_options={"mode": "handshake"})
+    p = mcpkit.proxy(_upstream("cached"), client_options={"mode": "handshake"}, pool_size=4)
     async with Client(p, mode="modern") as client:
         assert (await client.call_tool("process", {})).data != 0  # (a pooled process, opened before any watch)
         async with client.watch(resource_uris=["data://clock"]) as watch:

@@ -99,6 +99,16 @@ def register(cli: click.Group) -> None:
         help="The longest wait between two attempts, in seconds (at least --reconnect-delay).",
     )
     @click.option(
+        "--pool-size",
+        type=COUNT,
+        default=1,
+        show_default=True,
+        help="Upstream connections (stdio: processes) per handshake-era target that 2026-07-28 requests lease, one "
+        "request at a time each (1: one per set of client capabilities the requests declare). More than 1, in all, "
+        "only for a server whose connections are interchangeable: one keeps state of its own (a tool a call "
+        "added) that the requests served by another would not see.",
+    )
+    @click.option(
         "--require-all",
         is_flag=True,
         help="A gateway: refuse to start unless every member answers (by default it starts with those that do, "
@@ -121,6 +131,7 @@ def register(cli: click.Group) -> None:
         reconnect_attempts: int,
         reconnect_delay: float,
         reconnect_max_delay: float,
+        pool_size: int,
         require_all: bool,
         log_level: str,
     ) -> None:
@@ -158,6 +169,7 @@ def register(cli: click.Group) -> None:
                 reconnect_attempts=reconnect_attempts,
                 reconnect_delay=reconnect_delay,
                 reconnect_max_delay=reconnect_max_delay,
+                pool_size=pool_size,
                 require_all=require_all,
                 client_options=client_options,
             )
