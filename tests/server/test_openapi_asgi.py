@@ -232,13 +232,31 @@ async def test_an_exception_in_the_api_is_a_500_result_and_the_session_goes_on()
 
 
 async def test_a_client_of_its_own_must_use_the_apps_transport() -> None:
+    """Checked when the server starts, with one request through the client that only the app's in-process
+    transport answers (it was asked of httpx's private API): a client sending anywhere else, through another app's
+    transport, or through a transport that answers every request, is refused; the check carries none of the
+    client's credentials."""
     api = asgi_api.build_api()
     with pytest.raises(TypeError, match=r"openapi\(\) method"):
         MCPKit.from_fastapi(object())
-    with pytest.raises(ValueError, match="InProcessTransport"):
-        MCPKit.from_fastapi(api, client=httpx.AsyncClient(base_url="http://127.0.0.1:9"))
-    with pytest.raises(ValueError, match="InProcessTransport"):  # another app's transport
-        MCPKit.from_fastapi(api, client=httpx.AsyncClient(transport=InProcessTransport(asgi_api.build_api())))
+    seen: list[httpx.Request] = []
+
+    def answer_all(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={})
+
+    answers_all = httpx.MockTransport(answer_all)
+    for wrong in (
+        httpx.AsyncClient(base_url="http://127.0.0.1:9"),
+        httpx.AsyncClient(transport=InProcessTransport(asgi_api.build_api())),  # another app's transport
+        httpx.AsyncClient(transport=answers_all, headers={"Authorization": "Bearer s3cret"}, cookies={"sid": "s"}),
+        httpx.AsyncClient(mounts={"http://asgi.internal": answers_all}, auth=("alice", "s3cret")),
+    ):
+        app = MCPKit.from_fastapi(api, client=wrong)
+        with pytest.raises(ValueError, match="InProcessTransport"):
+            await app.startup()
+        await wrong.aclose()
+    assert len(seen) == 2 and not any({"authorization", "cookie"} & set(r.headers) for r in seen), seen
     with pytest.raises(TypeError, match="base_url"):
         MCPKit.from_fastapi(api, base_url="http://elsewhere")
     own = httpx.AsyncClient(transport=InProcessTransport(api), headers={"Authorization": asgi_api.SHARED_TOKEN})
@@ -302,10 +320,13 @@ async def test_an_api_under_a_path_prefix_is_reached_at_its_routes_with_that_pre
 ) -> None:
     api = asgi_api.build_prefixed_api(**options)
     assert api.openapi().get("servers") == servers
-    async with Client(MCPKit.from_fastapi(api)) as client:
-        answer = await client.call_tool("where", {})
-        assert not answer.is_error, answer.text
-        assert answer.structured == reached
+    own = httpx.AsyncClient(transport=InProcessTransport(api))  # (the transport found at startup gets the prefix)
+    for app in (MCPKit.from_fastapi(api), MCPKit.from_fastapi(api, client=own)):
+        async with Client(app) as client:
+            answer = await client.call_tool("where", {})
+            assert not answer.is_error, answer.text
+            assert answer.structured == reached
+    await own.aclose()
 
 
 async def test_an_api_whose_shutdown_hangs_is_cancelled_after_the_grace(caplog: pytest.LogCaptureFixture) -> None:

@@ -170,7 +170,8 @@ class OpenAPIImport:
             spec: its OpenAPI document, as for :meth:`from_openapi`.
             client: an ``httpx.AsyncClient`` with headers, auth or cookies of its own for the API; it must be
                 built on this app's transport, ``httpx.AsyncClient(transport=InProcessTransport(app), ...)``
-                (anything else is refused with a ``ValueError``). Default: a plain one.
+                (anything else is refused with a ``ValueError`` when the MCP server starts: one request through
+                it, which only that transport answers, tells). Default: a plain one.
             **options: as for :meth:`from_openapi` (``routes``, ``names``, ``timeout``, ``max_response_bytes``,
                 ``forward_headers``, the app's own options...), except ``base_url`` and ``allowed_origins``:
                 every request goes to ``app`` itself.

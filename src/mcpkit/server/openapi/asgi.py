@@ -12,12 +12,18 @@ background tasks run in the same ASGI call, after the last body chunk) runs to i
 :class:`AppLifespan` runs the app's ASGI lifespan (startup, shutdown) inside the MCP app's: a failed startup is
 raised from the MCP server's start; the state the lifespan sets (Starlette's ``yield {...}``) is in every
 request's ``scope["state"]``, as uvicorn gives it.
+
+A ``client=`` of the caller's own is checked at that startup to send its requests through this app's
+:class:`InProcessTransport`: one request through it, addressed to :data:`INTERNAL_ORIGIN` and marked as the
+check, which an :class:`InProcessTransport` answers itself (the app never sees it) with itself in the answer's
+``extensions``; any other answer, or none within :data:`PROBE_TIMEOUT` seconds, refuses the client.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -37,10 +43,14 @@ STREAM_CHUNKS = 8
 SHUTDOWN_GRACE = 5.0
 """Seconds the API app's lifespan may take to shut down before it is cancelled (and, before that, as long for the
 work the app still does after its answers)."""
+PROBE_TIMEOUT = 5.0
+"""Seconds the check of a ``client=`` (the answer to its request through its transport) may take."""
 BACKGROUND_LIMIT = 64
 """Calls of the API app still running after their answer was read whole (FastAPI's background tasks): past it,
 the newest such work is cancelled (and a warning logged)."""
 
+_PROBE_HEADER = "x-mcpkit-in-process-check"
+_PROBE = secrets.token_hex(16)  # (the check's mark: no request mcpkit builds for a tool carries it)
 _END = b""
 _BROKEN = None  # (queue markers: the answer ended; the app broke off)
 
@@ -197,7 +207,10 @@ class InProcessTransport(httpx.AsyncBaseTransport):
             await asyncio.wait(pending, timeout=1.0)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        """Hand ``request`` to the app; the answer as soon as the app starts it (its body streams)."""
+        """Hand ``request`` to the app; the answer as soon as the app starts it (its body streams). The check of a
+        ``client=`` (:func:`transport_of`) is answered here, with this transport, and never reaches the app."""
+        if request.headers.get(_PROBE_HEADER) == _PROBE:
+            return httpx.Response(204, extensions={_PROBE_HEADER: self}, request=request)
         url = request.url
         root = self.root_path
         scope: Message = {
@@ -228,7 +241,9 @@ class InProcessTransport(httpx.AsyncBaseTransport):
 
 class AppLifespan:
     """Runs the ASGI lifespan of ``transport``'s app: :meth:`startup` and :meth:`shutdown`, as a server would
-    (an app that does not speak the lifespan protocol is served without one)."""
+    (an app that does not speak the lifespan protocol is served without one). With a ``client`` of the caller's
+    own, the transport is the one that client sends through, found (and checked to be ``app``'s) at each startup:
+    :func:`transport_of`."""
 
     # (one run's exchange with the app: made anew by each startup)
     _inbox: asyncio.Queue[Message]
@@ -236,8 +251,9 @@ class AppLifespan:
     _received: bool
     _error: BaseException | None
 
-    def __init__(self, transport: InProcessTransport) -> None:
+    def __init__(self, transport: InProcessTransport, *, client: httpx.AsyncClient | None = None) -> None:
         self.transport: InProcessTransport = transport
+        self._client = client
         self._task: asyncio.Task[None] | None = None
 
     async def _receive(self) -> Message:
@@ -260,6 +276,10 @@ class AppLifespan:
 
     async def startup(self) -> None:
         """Start the app: its lifespan's startup has completed when this returns; its failure is raised here."""
+        if self._client is not None:
+            root = self.transport.root_path
+            self.transport = await transport_of(self._client, self.transport.app)
+            self.transport.root_path = root
         self._inbox, self._outbox = asyncio.Queue(), asyncio.Queue()
         self._received, self._error = False, None
         self._task = asyncio.ensure_future(self._run())
@@ -307,13 +327,23 @@ class AppLifespan:
         self.transport.state.clear()
 
 
-def transport_of(client: httpx.AsyncClient, app: Any) -> InProcessTransport:
+async def transport_of(client: httpx.AsyncClient, app: Any) -> InProcessTransport:
     """The :class:`InProcessTransport` of ``app`` that ``client`` sends :data:`INTERNAL_ORIGIN` requests through
-    (a ``ValueError`` saying what to do when it sends them anywhere else)."""
+    (a ``ValueError`` saying what to do when it sends them anywhere else): asked with one request through
+    ``client``, marked as the check, that only an :class:`InProcessTransport` answers (with itself), within
+    :data:`PROBE_TIMEOUT` seconds."""
+    used: object = None
+    probe = client.build_request("GET", INTERNAL_ORIGIN + "/")
+    for name in list(probe.headers):  # (none of the client's headers, cookies or credentials: the check's mark only,
+        del probe.headers[name]  # should a client that sends elsewhere reach a host by that name)
+    probe.headers.update({"Host": probe.url.netloc.decode("ascii"), _PROBE_HEADER: _PROBE})
     try:
-        used: Any = client._transport_for_url(httpx.URL(INTERNAL_ORIGIN))  # (httpx names no public way to ask)
-    except AttributeError:  # pragma: no cover (a future httpx)
-        used = None
+        async with asyncio.timeout(PROBE_TIMEOUT):
+            answer = await client.send(probe, auth=None, follow_redirects=False)
+            await answer.aclose()
+        used = answer.extensions.get(_PROBE_HEADER)
+    except (httpx.HTTPError, OSError, TimeoutError) as exc:  # (another transport: it could not reach the origin)
+        logger.debug("openapi: the check of client= got no answer from an in-process transport: %r", exc)
     if not isinstance(used, InProcessTransport) or used.app is not app:
         raise ValueError(
             "client= must send its requests to the app itself: build it with "
@@ -335,16 +365,15 @@ def in_process(cls: Any, app: Any, spec: Any, client: httpx.AsyncClient | None, 
     for option in ("base_url", "allowed_origins"):
         if option in options:
             raise TypeError(f"from_asgi takes no {option}=: every request goes to the app itself")
+    own = client  # (checked at startup to send through this app's transport: AppLifespan, transport_of)
+    transport = InProcessTransport(asgi_app)
     if client is None:
-        transport = InProcessTransport(asgi_app)
         client = httpx.AsyncClient(transport=transport, base_url=INTERNAL_ORIGIN)
-    else:
-        transport = transport_of(client, app)
     doc = Document(load(spec))
     base_url = _joined(INTERNAL_ORIGIN, doc.server_url())
     transport.root_path = urlsplit(base_url).path.rstrip("/")
     built = cls.from_openapi(doc.raw, client=client, base_url=base_url, **options)
-    built._lifespan.add_child(AppLifespan(transport))
+    built._lifespan.add_child(AppLifespan(transport, client=own))
     built._lazy_lifespan = built._lifespan  # (a transport that never says it starts: the first request starts it)
     return built
 
@@ -352,6 +381,7 @@ def in_process(cls: Any, app: Any, spec: Any, client: httpx.AsyncClient | None, 
 __all__ = [
     "BACKGROUND_LIMIT",
     "INTERNAL_ORIGIN",
+    "PROBE_TIMEOUT",
     "SHUTDOWN_GRACE",
     "STREAM_CHUNKS",
     "AppLifespan",
