@@ -329,6 +329,33 @@ async def test_an_api_under_a_path_prefix_is_reached_at_its_routes_with_that_pre
     await own.aclose()
 
 
+async def test_an_api_whose_startup_hangs_fails_the_start_after_startup_timeout_naming_it() -> None:
+    """It used to be waited for without end: the MCP server never started, and said nothing."""
+    stopped: list[str] = []
+
+    async def hangs(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        assert scope["type"] == "lifespan"
+        await receive()
+        try:
+            await asyncio.sleep(3600)  # (never says its startup is complete)
+        finally:
+            stopped.append("cancelled")
+
+    spec = {"openapi": "3.1.0", "info": {"title": "Slow Starter", "version": "1"}, "paths": {}}
+    with pytest.raises(ValueError, match="startup_timeout"):
+        MCPKit.from_asgi(hangs, spec, startup_timeout=0)
+    assert asgi.STARTUP_TIMEOUT == 60.0
+    app = MCPKit.from_asgi(hangs, spec, startup_timeout=0.5)
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(TimeoutError, match=r"function 'Slow Starter'.* 0\.5 s .*startup_timeout="):
+        await app.startup()
+    assert 0.5 <= asyncio.get_running_loop().time() - started < 5
+    assert stopped == ["cancelled"]  # (its lifespan does not outlive the failed start)
+    with pytest.raises(ServerStartError, match="Slow Starter"):  # (a client of it: the server does not start)
+        async with Client(MCPKit.from_asgi(hangs, spec, startup_timeout=0.2)):
+            pass
+
+
 async def test_an_api_whose_shutdown_hangs_is_cancelled_after_the_grace(caplog: pytest.LogCaptureFixture) -> None:
     stopped: list[str] = []
 

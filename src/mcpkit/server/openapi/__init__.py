@@ -172,6 +172,8 @@ class OpenAPIImport:
                 built on this app's transport, ``httpx.AsyncClient(transport=InProcessTransport(app), ...)``
                 (anything else is refused with a ``ValueError`` when the MCP server starts: one request through
                 it, which only that transport answers, tells). Default: a plain one.
+            startup_timeout: seconds ``app``'s lifespan startup may take (default 60): past it, the MCP server's
+                start fails with a ``TimeoutError`` naming the app.
             **options: as for :meth:`from_openapi` (``routes``, ``names``, ``timeout``, ``max_response_bytes``,
                 ``forward_headers``, the app's own options...), except ``base_url`` and ``allowed_origins``:
                 every request goes to ``app`` itself.

@@ -10,8 +10,9 @@ background tasks run in the same ASGI call, after the last body chunk) runs to i
 :data:`BACKGROUND_LIMIT` such calls at once, waited for at shutdown within :data:`SHUTDOWN_GRACE`.
 
 :class:`AppLifespan` runs the app's ASGI lifespan (startup, shutdown) inside the MCP app's: a failed startup is
-raised from the MCP server's start; the state the lifespan sets (Starlette's ``yield {...}``) is in every
-request's ``scope["state"]``, as uvicorn gives it.
+raised from the MCP server's start, and so is one that does not complete within ``startup_timeout`` seconds
+(:data:`STARTUP_TIMEOUT` unless ``from_asgi(..., startup_timeout=)`` says otherwise); the state the lifespan sets
+(Starlette's ``yield {...}``) is in every request's ``scope["state"]``, as uvicorn gives it.
 
 A ``client=`` of the caller's own is checked at that startup to send its requests through this app's
 :class:`InProcessTransport`: one request through it, addressed to :data:`INTERNAL_ORIGIN` and marked as the
@@ -43,6 +44,9 @@ STREAM_CHUNKS = 8
 SHUTDOWN_GRACE = 5.0
 """Seconds the API app's lifespan may take to shut down before it is cancelled (and, before that, as long for the
 work the app still does after its answers)."""
+STARTUP_TIMEOUT = 60.0
+"""Seconds the API app's lifespan startup may take (``from_asgi(..., startup_timeout=)``): past it, the MCP
+server's start fails with an error naming the app, and the app's lifespan is cancelled."""
 PROBE_TIMEOUT = 5.0
 """Seconds the check of a ``client=`` (the answer to its request through its transport) may take."""
 BACKGROUND_LIMIT = 64
@@ -241,9 +245,9 @@ class InProcessTransport(httpx.AsyncBaseTransport):
 
 class AppLifespan:
     """Runs the ASGI lifespan of ``transport``'s app: :meth:`startup` and :meth:`shutdown`, as a server would
-    (an app that does not speak the lifespan protocol is served without one). With a ``client`` of the caller's
-    own, the transport is the one that client sends through, found (and checked to be ``app``'s) at each startup:
-    :func:`transport_of`."""
+    (an app that does not speak the lifespan protocol is served without one). ``name`` names the app in errors;
+    ``startup_timeout``: seconds its startup may take. With a ``client`` of the caller's own, the transport is
+    the one that client sends through, found (and checked to be ``app``'s) at each startup: :func:`transport_of`."""
 
     # (one run's exchange with the app: made anew by each startup)
     _inbox: asyncio.Queue[Message]
@@ -251,8 +255,17 @@ class AppLifespan:
     _received: bool
     _error: BaseException | None
 
-    def __init__(self, transport: InProcessTransport, *, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        transport: InProcessTransport,
+        *,
+        name: str,
+        startup_timeout: float = STARTUP_TIMEOUT,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
         self.transport: InProcessTransport = transport
+        self.name = name
+        self.startup_timeout = startup_timeout
         self._client = client
         self._task: asyncio.Task[None] | None = None
 
@@ -275,16 +288,31 @@ class AppLifespan:
             self._outbox.put_nowait(None)
 
     async def startup(self) -> None:
-        """Start the app: its lifespan's startup has completed when this returns; its failure is raised here."""
+        """Start the app: its lifespan's startup has completed when this returns; its failure is raised here, and
+        so is a startup that did not complete within ``startup_timeout`` seconds (the lifespan cancelled)."""
         if self._client is not None:
             root = self.transport.root_path
             self.transport = await transport_of(self._client, self.transport.app)
             self.transport.root_path = root
         self._inbox, self._outbox = asyncio.Queue(), asyncio.Queue()
         self._received, self._error = False, None
-        self._task = asyncio.ensure_future(self._run())
+        self._task = task = asyncio.ensure_future(self._run())
         await self._inbox.put({"type": "lifespan.startup"})
-        message = await self._outbox.get()
+        try:
+            async with asyncio.timeout(self.startup_timeout):
+                message = await self._outbox.get()
+        except TimeoutError:
+            self._task = None
+            task.cancel()
+            await asyncio.wait({task}, timeout=1.0)  # (its cleanup runs now; one that ignores cancelling is left)
+            raise TimeoutError(
+                f"the API app {self.name}: its startup did not complete within {self.startup_timeout:g} s "
+                "(from_asgi(..., startup_timeout=) allows longer)"
+            ) from None
+        except BaseException:  # (this startup cancelled: the app's lifespan does not outlive it)
+            self._task = None
+            task.cancel()
+            raise
         if message is None:  # (the app ended without answering)
             self._task = None
             if self._error is not None and self._received:
@@ -365,6 +393,9 @@ def in_process(cls: Any, app: Any, spec: Any, client: httpx.AsyncClient | None, 
     for option in ("base_url", "allowed_origins"):
         if option in options:
             raise TypeError(f"from_asgi takes no {option}=: every request goes to the app itself")
+    startup_timeout = float(options.pop("startup_timeout", STARTUP_TIMEOUT))
+    if not startup_timeout > 0:
+        raise ValueError(f"startup_timeout must be more than 0 seconds, not {startup_timeout:g}")
     own = client  # (checked at startup to send through this app's transport: AppLifespan, transport_of)
     transport = InProcessTransport(asgi_app)
     if client is None:
@@ -373,7 +404,9 @@ def in_process(cls: Any, app: Any, spec: Any, client: httpx.AsyncClient | None, 
     base_url = _joined(INTERNAL_ORIGIN, doc.server_url())
     transport.root_path = urlsplit(base_url).path.rstrip("/")
     built = cls.from_openapi(doc.raw, client=client, base_url=base_url, **options)
-    built._lifespan.add_child(AppLifespan(transport, client=own))
+    title = doc.raw.get("info", {}).get("title") if isinstance(doc.raw.get("info"), dict) else None
+    name = f"{type(app).__name__} {title!r}" if isinstance(title, str) and title else type(app).__name__
+    built._lifespan.add_child(AppLifespan(transport, name=name, startup_timeout=startup_timeout, client=own))
     built._lazy_lifespan = built._lifespan  # (a transport that never says it starts: the first request starts it)
     return built
 
@@ -383,6 +416,7 @@ __all__ = [
     "INTERNAL_ORIGIN",
     "PROBE_TIMEOUT",
     "SHUTDOWN_GRACE",
+    "STARTUP_TIMEOUT",
     "STREAM_CHUNKS",
     "AppLifespan",
     "InProcessTransport",
