@@ -86,19 +86,10 @@ async def test_a_token_the_runs_oauth_client_cannot_get_ends_the_run_at_once_say
     waited for its answer: twice the timeout for initialize, the timeout again for server/discover, then reported
     that the server never answered initialize (M042). Now the wait ends at once, and the run is aborted with the
     client's reason: nothing reached the server, so nothing of it is judged."""
-    from mcpkit.auth import AuthorizationServer, OAuthClient
-    from support.oauth import protected_by, serve
+    from mcpkit.auth import OAuthClient
+    from support.oauth import foreign_issuer
 
-    holder: dict[str, AuthorizationServer] = {}
-
-    def make_as(base: str) -> AuthorizationServer:
-        holder["as"] = AuthorizationServer(base, auto_approve=True)
-        return holder["as"]
-
-    async with serve(make_as) as (as_url, as_log), serve(protected_by(as_url)) as (rs_base, _):
-        machine = await holder["as"].register_client(
-            grant_types=["client_credentials"], token_endpoint_auth_method="client_secret_basic"
-        )
+    async with foreign_issuer() as (_, as_log, rs_base, machine):
         auth = OAuthClient(
             rs_base + "/mcp",
             grant_type="client_credentials",

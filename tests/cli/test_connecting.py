@@ -7,24 +7,13 @@ import asyncio
 import json
 import sys
 
-from mcpkit.auth import AuthorizationServer
-from support.oauth import protected_by, serve
+from support.oauth import foreign_issuer
 
 
 async def test_a_client_secret_goes_to_a_foreign_authorization_server_only_when_issuer_names_it() -> None:
     """``mcpkit check URL --auth --client-id --client-secret``: the authorization server runs on another origin than
     the MCP server, so the secret is not sent there unless ``--issuer`` names it; with it the check gets a token."""
-    holder: dict[str, AuthorizationServer] = {}
-
-    def make_as(base: str) -> AuthorizationServer:
-        holder["as"] = AuthorizationServer(base, auto_approve=True)
-        return holder["as"]
-
-    async with serve(make_as) as (as_url, as_log), serve(protected_by(as_url)) as (rs_base, _):
-        machine = await holder["as"].register_client(
-            grant_types=["client_credentials"], token_endpoint_auth_method="client_secret_basic"
-        )
-        assert machine.client_secret is not None
+    async with foreign_issuer() as (as_url, as_log, rs_base, machine):
         base = ["check", rs_base + "/mcp", "--auth", "--client-id", machine.client_id, "--json", "--timeout", "10"]
 
         async def run(*extra: str) -> tuple[int, str, str]:

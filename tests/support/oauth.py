@@ -95,6 +95,25 @@ def protected_by(as_url: str, server: Callable[[], Any] = mcp_server, **protect_
 
 
 @contextlib.asynccontextmanager
+async def foreign_issuer() -> AsyncIterator[tuple[str, Served, str, Any]]:
+    """An authorization server and, on another origin, an MCP server it protects, with a machine client registered
+    for ``client_credentials`` (``client_secret_basic``): yields (AS URL, its request log, the MCP server's base URL,
+    the client's record). A client secret must not go to that AS unless the caller names it as the issuer."""
+    holder: dict[str, AuthorizationServer] = {}
+
+    def make_as(base: str) -> AuthorizationServer:
+        holder["as"] = AuthorizationServer(base, auto_approve=True)
+        return holder["as"]
+
+    async with serve(make_as) as (as_url, as_log), serve(protected_by(as_url)) as (rs_base, _):
+        machine = await holder["as"].register_client(
+            grant_types=["client_credentials"], token_endpoint_auth_method="client_secret_basic"
+        )
+        assert machine.client_secret is not None
+        yield as_url, as_log, rs_base, machine
+
+
+@contextlib.asynccontextmanager
 async def stack(
     *,
     scopes_supported: list[str] | None = None,

@@ -9,11 +9,9 @@ included, a 2 s ``timeout`` unless ``argv[4]`` names another), its Redis ``argv[
 from __future__ import annotations
 
 import asyncio
-import json
-import socket
 import sys
 
-import uvicorn
+from listening import bind, serve_printing_port
 
 from mcpkit.auth import AuthorizationServer, RedisAuthStorage
 from mcpkit.auth.upstream import UpstreamProvider
@@ -24,10 +22,7 @@ SECRET = b"the-same-32-bytes-on-every-replica!"
 
 async def main() -> None:
     idp_url, redis_url, prefix = sys.argv[1:4]
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    base = f"http://127.0.0.1:{port}"
+    sock, base = bind()
     provider = UpstreamProvider(
         authorize_url=idp_url + "/authorize",
         token_url=idp_url + "/token",
@@ -42,12 +37,7 @@ async def main() -> None:
     proxy = AuthorizationServer(
         base, resources=[base + "/mcp"], upstream=UpstreamLogin(provider, secret=SECRET), storage=storage
     )
-    server = uvicorn.Server(uvicorn.Config(proxy, log_level="warning", lifespan="on"))
-    task = asyncio.ensure_future(server.serve(sockets=[sock]))
-    while not server.started and not task.done():
-        await asyncio.sleep(0.02)
-    print(json.dumps({"port": port}), flush=True)
-    await task
+    await serve_printing_port(proxy, sock)
 
 
 if __name__ == "__main__":
