@@ -80,6 +80,9 @@ MODERN_RESPONSE_REFUSAL = (
     " to a server's input requests go in the retried request's inputResponses"
 )
 
+#: A POST's Host, Accept and Content-Type (the endpoint's one test of the usual POST)
+UsualPost = tuple[bytes | None, bytes | None, bytes | None]
+
 #: The methods of the endpoint (the ``Allow`` header of a 405 and of an OPTIONS answer)
 ALLOWED_METHODS = b"GET, POST, DELETE, OPTIONS"
 
@@ -212,7 +215,7 @@ class StreamableHTTPEndpoint:
         # Accept values that list both types (the quick test of a POST's headers; bounded, see refuse_post)
         self._good_accepts: set[bytes | None] = set()
         # (Host, Accept, Content-Type) of POSTs without Origin that passed _screen (__call__'s one test; bounded)
-        self._usual_posts: set[tuple[bytes | None, bytes | None, bytes | None]] = set()
+        self._usual_posts: set[UsualPost] = set()
 
     # ------------------------------------------------------------------ public
 
@@ -364,18 +367,10 @@ class StreamableHTTPEndpoint:
         )
         await send({"type": "http.response.body", "body": data, "more_body": False})
 
-    async def _screen(
-        self,
-        scope: Scope,
-        h: Headers,
-        usual: tuple[bytes | None, bytes | None, bytes | None],
-        receive: Receive,
-        send: Send,
-    ) -> Send | None:
-        """The checks of every request but the usual POST: the Host/Origin policy, CORS, the methods other than
-        POST (answered here) and a POST's headers. Returns the ``send`` a POST is answered through (with the CORS
-        headers of a trusted page), or None when the request has its answer. A POST without ``Origin`` whose Host,
-        Accept and Content-Type passed joins the usual ones (bounded: 64 combinations)."""
+    async def _screen(self, scope: Scope, h: Headers, usual: UsualPost, receive: Receive, send: Send) -> Send | None:
+        """The checks of every request but the usual POST: the Host/Origin policy, CORS, the other methods (answered
+        here), a POST's headers. Returns the ``send`` of a POST (with a trusted page's CORS headers), or None when the
+        request has its answer. A POST without ``Origin`` that passes joins the usual ones (64 at most)."""
         origin_raw = h.get(b"origin")
         allows = self._allows
         if origin_raw is None and allows is not None:
@@ -391,8 +386,7 @@ class StreamableHTTPEndpoint:
             origin = text(origin_raw)
             refused = allows(text(h.get(b"host")), origin) if allows is not None else self.check_request(scope)
         if refused is not None:
-            status, reason = refused
-            await respond(send, status, error_body(None, INVALID_REQUEST, f"Forbidden: {reason}"))
+            await respond(send, refused[0], error_body(None, INVALID_REQUEST, f"Forbidden: {refused[1]}"))
             return None
         if self._sweeper is None and not self.stateless and not self.answers.closing:
             self._sweeper = asyncio.get_running_loop().create_task(self.sessions.sweep())
@@ -408,13 +402,8 @@ class StreamableHTTPEndpoint:
             if refused_post is not None:
                 await respond(send, *refused_post)
                 return None
-            if (
-                origin_raw is None
-                and allows is not None
-                and usual[1] in self._good_accepts
-                and usual[2] == JSON_TYPE
-                and len(self._usual_posts) < 64
-            ):
+            usual_ok = usual[2] == JSON_TYPE and usual[1] in self._good_accepts and len(self._usual_posts) < 64
+            if origin is None and allows is not None and usual_ok:
                 self._usual_posts.add(usual)
             return send
         if method == "GET":
