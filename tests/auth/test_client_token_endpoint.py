@@ -66,6 +66,23 @@ async def test_an_expires_in_sent_as_a_numeric_string_still_expires_the_token() 
         await client.aclose()
 
 
+async def token_refusal(status: int, answer: Any) -> tuple[OAuthFlowError, list[str]]:
+    """Sign in where the token endpoint answers ``status`` with ``answer``: the error the flow fails with, and the
+    flow's log."""
+    async with scripted() as s:
+
+        async def answer_with(form: dict[str, str]) -> tuple[int, Any]:
+            return status, answer
+
+        s.token_hook = answer_with
+        client, _ = client_for(s)
+        async with httpx.AsyncClient(auth=client) as http:
+            with pytest.raises(OAuthFlowError) as caught:
+                await http.get(s.mcp_url)
+        await client.aclose()
+    return caught.value, list(client.log)
+
+
 @pytest.mark.parametrize(
     "status, answer",
     [
@@ -80,20 +97,10 @@ async def test_a_refused_token_response_never_shows_its_tokens_in_the_error_or_t
 ) -> None:
     """An answer the client refuses may still hold tokens (a 201, a 200 without access_token): the error and the
     flow's log name the status and the OAuth error, never a token value."""
-    async with scripted() as s:
-
-        async def leaky(form: dict[str, str]) -> tuple[int, Any]:
-            return status, answer
-
-        s.token_hook = leaky
-        client, _ = client_for(s)
-        async with httpx.AsyncClient(auth=client) as http:
-            with pytest.raises(OAuthFlowError) as caught:
-                await http.get(s.mcp_url)
-        said = str(caught.value) + "\n".join(client.log)
-        assert f"HTTP {status}" in str(caught.value)
-        assert "SECRET" not in said, said
-        await client.aclose()
+    error, log = await token_refusal(status, answer)
+    said = str(error) + "\n".join(log)
+    assert f"HTTP {status}" in str(error)
+    assert "SECRET" not in said, said
 
 
 @pytest.mark.parametrize(
@@ -203,25 +210,15 @@ async def test_a_refused_token_answer_is_shown_bounded_escaped_and_without_crede
     control characters as they came (a terminal escape sequence, a forged log line) and credentials inside its
     description. It is now shown as the registration refusal is: bounded, control characters escaped, credentials
     replaced by ``…``; the OAuth ``error`` and its description come first."""
-    async with scripted() as s:
-
-        async def hostile(form: dict[str, str]) -> tuple[int, Any]:
-            return status, answer
-
-        s.token_hook = hostile
-        client, _ = client_for(s)
-        async with httpx.AsyncClient(auth=client) as http:
-            with pytest.raises(OAuthFlowError) as caught:
-                await http.get(s.mcp_url)
-        message = str(caught.value)
-        _clean(message)
-        assert (f"HTTP {status}" if status != 200 else "malformed token response") in message
-        if isinstance(answer, dict) and "error" in answer:
-            assert "invalid_grant" in message and "bad\\x1b[31m\\r\\nforged" in message
-            assert caught.value.oauth_error == "invalid_grant"
-        for line in client.log:
-            _clean(line)
-        await client.aclose()
+    error, log = await token_refusal(status, answer)
+    message = str(error)
+    _clean(message)
+    assert (f"HTTP {status}" if status != 200 else "malformed token response") in message
+    if isinstance(answer, dict) and "error" in answer:
+        assert "invalid_grant" in message and "bad\\x1b[31m\\r\\nforged" in message
+        assert error.oauth_error == "invalid_grant"
+    for line in log:
+        _clean(line)
 
 
 async def test_an_authorization_error_from_the_redirect_is_shown_bounded_and_escaped() -> None:
