@@ -20,28 +20,50 @@ import pytest
 from mcpkit._runtime import TICK_S, TICKS, LoopHandoff, handoff_for, running_guard
 from mcpkit._runtime import handoff as loop_handoff
 from mcpkit.server.sync_exec import INLINE, SyncPolicy
+from support.sched import RunQueue
 
 BOUND_S = 0.050  # the guarantee: the loop is never left unserved longer than this
 
 
 class Ticker:
-    """A task that wakes every 5 ms and records the gaps between its turns (and the threads it ran on)."""
+    """A task that wakes every 5 ms and records the gaps between its turns (and the threads it ran on), with the
+    time the OS kept the threads that serve the loop (the stand-in, the watch's thread and helper process) waiting
+    for a CPU meanwhile. The loop's own thread counts only with ``computing``: while an inline call computes, it
+    holds the GIL the stand-in needs, so its waits for a CPU are the loop's too; while one sleeps they are not (and
+    a sum over threads that wait side by side would take more than the gap's share)."""
 
-    def __init__(self) -> None:
-        self.stamps: list[float] = []
+    def __init__(self, computing: bool = False) -> None:
+        self.stamps: list[tuple[float, float]] = []  # (the turn's time, the run-queue seconds so far)
         self.threads: set[str] = set()
+        self.queued = RunQueue(excluding=() if computing else (threading.get_native_id(),))
         self.task = asyncio.create_task(self._run())
 
     async def _run(self) -> None:
         while True:
-            self.stamps.append(time.perf_counter())
+            self.queued.refresh()  # (a helper process started meanwhile)
+            self.stamps.append((time.perf_counter(), self.queued()))
             self.threads.add(threading.current_thread().name)
             assert asyncio.current_task() is self.task  # asyncio's task bookkeeping holds on any thread
             await asyncio.sleep(0.005)
 
+    def gaps(self, since: float) -> list[tuple[float, float]]:
+        """Each gap between two turns that ends after ``since`` (the one ``since`` falls in too): (its wall
+        seconds, the run-queue seconds within it)."""
+        first = max(0, next((i for i, s in enumerate(self.stamps) if s[0] >= since), len(self.stamps)) - 1)
+        stamps = self.stamps[first:]
+        return [(b[0] - a[0], max(0.0, b[1] - a[1])) for a, b in itertools.pairwise(stamps)]
+
     def worst_gap(self, since: float = 0.0) -> float:
-        stamps = [t for t in self.stamps if t >= since]
-        return max((b - a for a, b in itertools.pairwise(stamps)), default=0.0)
+        """The longest the loop went unserved after ``since``, net of the time the OS kept the threads that serve
+        it (the loop's own, the stand-in, the watch's) waiting for a CPU meanwhile: on an idle machine, the wall
+        time between two turns; on a loaded one, the part of it that was mcpkit's own doing."""
+        return max((wall - queued for wall, queued in self.gaps(since)), default=0.0)
+
+    def describe(self, since: float = 0.0) -> str:
+        """The worst gap after ``since``, in words."""
+        wall, queued = max(self.gaps(since), key=lambda g: g[0] - g[1], default=(0.0, 0.0))
+        net, wall, queued = ((wall - queued) * 1000, wall * 1000, queued * 1000)
+        return f"the loop went unserved {net:.1f} ms ({wall:.1f} ms, less {queued:.1f} ms waiting for a CPU)"
 
     async def stop(self) -> None:
         self.task.cancel()
@@ -49,20 +71,30 @@ class Ticker:
             await self.task
 
 
-def sleeper(seconds: float) -> Any:
+def sleeper(seconds: float, guard: LoopHandoff | None = None) -> Any:
+    """An inline call that sleeps ``seconds``; with ``guard``, and then on until the loop is handed over (10 s at
+    most): on a loaded machine the watch's ticks may come later than a fixed sleep would last, which is no fault of
+    the hand-over (the ticker measures the loop's wait net of the OS's)."""
+
     def fn(args: tuple[Any, ...], kw: dict[str, Any]) -> str:
         time.sleep(seconds)
+        deadline = time.monotonic() + 10
+        while guard is not None and not guard.lost and time.monotonic() < deadline:
+            time.sleep(0.005)
         return threading.current_thread().name
 
     return fn
 
 
-def spinner(seconds: float) -> Any:
+def spinner(seconds: float, guard: LoopHandoff) -> Any:
+    """An inline call that computes ``seconds``, and on until the loop is handed over (10 s at most: see
+    :func:`sleeper`)."""
+
     def fn(args: tuple[Any, ...], kw: dict[str, Any]) -> int:
         end = time.perf_counter() + seconds
         n = 0
-        while time.perf_counter() < end:  # pure Python: holds the GIL but for the switch interval
-            n += 1
+        while time.perf_counter() < end or (not guard.lost and time.perf_counter() < end + 10):
+            n += 1  # pure Python: holds the GIL but for the switch interval
         return n
 
     return fn
@@ -109,14 +141,14 @@ async def test_loop_keeps_serving_while_an_inline_call_sleeps(watch: str) -> Non
     ticker = Ticker()
     await asyncio.sleep(0.03)
     t0 = time.perf_counter()
-    ran_on = _inline(sleeper(0.5), (), {})
+    ran_on = _inline(sleeper(0.5, guard), (), {})
     took = time.perf_counter() - t0
     assert ran_on == threading.current_thread().name and took >= 0.5
     assert asyncio.current_task() is not None  # the interrupted task is current again
     await asyncio.sleep(0.03)
     await ticker.stop()
     assert guard.handovers == 1 and not guard.lost
-    assert ticker.worst_gap(t0) < BOUND_S, f"the loop went unserved {ticker.worst_gap(t0) * 1000:.1f} ms"
+    assert ticker.worst_gap(t0) < BOUND_S, ticker.describe(t0)
     assert "mcpkit-loop-stand-in" in ticker.threads and threading.current_thread().name in ticker.threads
     assert loop._thread_id == threading.get_ident()  # type: ignore[attr-defined]
 
@@ -129,14 +161,14 @@ async def test_loop_keeps_serving_while_an_inline_call_computes(watch: str) -> N
     _inline(lambda a, k: None, (), {})
     await _watched_by(guard, watch)
     await asyncio.sleep(0.1)
-    ticker = Ticker()
+    ticker = Ticker(computing=True)
     await asyncio.sleep(0.03)
     t0 = time.perf_counter()
-    assert _inline(spinner(0.5), (), {}) > 0
+    assert _inline(spinner(0.5, guard), (), {}) > 0
     await asyncio.sleep(0.03)
     await ticker.stop()
     assert guard.handovers == 1
-    assert ticker.worst_gap(t0) < BOUND_S, f"the loop went unserved {ticker.worst_gap(t0) * 1000:.1f} ms"
+    assert ticker.worst_gap(t0) < BOUND_S, ticker.describe(t0)
 
 
 async def test_short_inline_calls_are_never_handed_over() -> None:
@@ -160,7 +192,7 @@ async def test_an_error_of_a_handed_over_call_reaches_its_caller() -> None:
     assert guard is not None
 
     def boom(args: tuple[Any, ...], kw: dict[str, Any]) -> None:
-        time.sleep(0.1)
+        sleeper(0.1, guard)(args, kw)
         raise LookupError("boom")
 
     with pytest.raises(LookupError, match="boom"):
@@ -203,14 +235,23 @@ async def test_many_hand_overs_among_busy_tasks_lose_nothing() -> None:
     results = await asyncio.wait_for(asyncio.gather(*me.values()), 30)
     await ticker.stop()
     assert results == [3] * 60
-    assert guard.handovers == made_long[0] >= 3 and not guard.lost
-    assert ticker.worst_gap(t0) < BOUND_S, f"the loop went unserved {ticker.worst_gap(t0) * 1000:.1f} ms"
+    # (a long call that ends before the watch has seen it on two ticks is not handed over: on a loaded machine the
+    # helper's ticks come late; the loop went unserved meanwhile, which the ticker measures net of that wait)
+    assert made_long[0] >= 3 and 1 <= guard.handovers <= made_long[0] and not guard.lost
+    assert ticker.worst_gap(t0) < BOUND_S, ticker.describe(t0)
 
 
 def test_the_loop_stops_cleanly_while_handed_over() -> None:
     """The program ends (its main coroutine returns) while a handed-over call still sleeps: asyncio.run
-    returns once the call is done, on the thread that called it; a second loop on the same thread works."""
+    returns once the call is done, on the thread that called it; a second loop on the same thread works. (The call
+    sleeps until the stand-in has run another task, 10 s at most: on a loaded machine the hand-over may come later
+    than a fixed sleep would last.)"""
     done: list[str] = []
+    finished = threading.Event()
+
+    def until_finished(args: tuple[Any, ...], kw: dict[str, Any]) -> str:
+        finished.wait(10)
+        return threading.current_thread().name
 
     async def main() -> None:
         guard = handoff_for(asyncio.get_running_loop())
@@ -219,9 +260,10 @@ def test_the_loop_stops_cleanly_while_handed_over() -> None:
         async def finisher() -> None:
             await asyncio.sleep(0.05)
             done.append("finisher ran on " + threading.current_thread().name)
+            finished.set()
 
         task = asyncio.create_task(finisher())
-        done.append(_inline(sleeper(0.3), (), {}))
+        done.append(_inline(until_finished, (), {}))
         await task
 
     asyncio.run(main())
@@ -254,15 +296,16 @@ async def test_a_loop_that_cannot_be_handed_over_keeps_learned_functions_on_thre
         delattr(real, "_mcpkit_handoff")
 
 
-async def _worst_gap_of_a_blocking_call(guard: LoopHandoff) -> float:
-    """The longest the loop went unserved (seconds) while an inline call slept 0.3 s."""
+async def _worst_gap_of_a_blocking_call(guard: LoopHandoff) -> tuple[float, str]:
+    """The longest the loop went unserved (seconds, net of the OS: see Ticker.worst_gap) while an inline call slept
+    0.3 s, and the gap's account."""
     ticker = Ticker()
     await asyncio.sleep(0.03)
     t0 = time.perf_counter()
-    _inline(sleeper(0.3), (), {})
+    _inline(sleeper(0.3, guard), (), {})
     await asyncio.sleep(0.03)
     await ticker.stop()
-    return ticker.worst_gap(t0)
+    return ticker.worst_gap(t0), ticker.describe(t0)
 
 
 def _helpers() -> set[int]:
@@ -287,26 +330,32 @@ def _helpers() -> set[int]:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the helper process")
 def test_inline_calls_are_watched_without_taking_the_servers_gil() -> None:
     """The watch runs in a helper process: while a loop makes a stream of short inline calls for 0.3 s (thirty
-    ticks), no thread of this process wakes to look at them (the watchdog count stays put); a call that then
-    blocks is still handed over within the bound; and the helper ends when its loop is gone."""
+    ticks), no thread of this process wakes to look at them (the watchdog count stays put, but for the alarms of
+    calls the OS kept under way for a tick or more, which the helper rightly reports: none on an idle machine); a
+    call that then blocks is still handed over within the bound; and the helper ends when its loop is gone."""
     before = _helpers()
 
-    async def main() -> tuple[int, float, int]:
+    async def main() -> tuple[int, int, tuple[float, str], int]:
         guard = handoff_for(asyncio.get_running_loop())
         assert guard is not None
         _inline(lambda a, k: None, (), {})
         await _watched_by(guard, "process")
         ticks = TICKS[0]
+        preempted = 0  # calls under way for a tick or more: the helper may see one on two ticks in a row
         end = time.perf_counter() + 30 * TICK_S
         while time.perf_counter() < end:
+            t0 = time.perf_counter()
             _inline(lambda a, k: None, (), {})
+            preempted += time.perf_counter() - t0 >= TICK_S
             await asyncio.sleep(0)
         woken = TICKS[0] - ticks
-        return woken, await _worst_gap_of_a_blocking_call(guard), guard.handovers
+        handovers = guard.handovers
+        gap = await _worst_gap_of_a_blocking_call(guard)
+        return woken, preempted, gap, guard.handovers - handovers
 
-    woken, gap, handovers = asyncio.run(main())
-    assert woken == 0, f"a thread of the server took the GIL {woken} times to watch"
-    assert handovers == 1 and gap < BOUND_S, f"the loop went unserved {gap * 1000:.1f} ms"
+    woken, preempted, (gap, account), handovers = asyncio.run(main())
+    assert woken <= preempted, f"a thread of the server took the GIL {woken} times to watch ({preempted} preempted)"
+    assert handovers == 1 and gap < BOUND_S, account
     deadline = time.monotonic() + 5
     while _helpers() - before and time.monotonic() < deadline:
         gc.collect()
@@ -332,8 +381,8 @@ async def test_a_killed_helper_leaves_the_watch_to_a_thread() -> None:
     assert guard._cell is None
     _inline(lambda a, k: None, (), {})
     assert guard._watchdog is not None  # the thread took over the watch
-    gap = await _worst_gap_of_a_blocking_call(guard)
-    assert guard.handovers == 1 and gap < BOUND_S, f"the loop went unserved {gap * 1000:.1f} ms"
+    gap, account = await _worst_gap_of_a_blocking_call(guard)
+    assert guard.handovers == 1 and gap < BOUND_S, account
 
 
 async def test_the_first_inline_call_is_watched_while_the_helper_starts(watch: str) -> None:
@@ -341,6 +390,6 @@ async def test_the_first_inline_call_is_watched_while_the_helper_starts(watch: s
     the loop is handed over within the bound all the same."""
     guard = handoff_for(asyncio.get_running_loop())
     assert guard is not None and guard._cell is None
-    gap = await _worst_gap_of_a_blocking_call(guard)
-    assert guard.handovers == 1 and gap < BOUND_S, f"the loop went unserved {gap * 1000:.1f} ms"
+    gap, account = await _worst_gap_of_a_blocking_call(guard)
+    assert guard.handovers == 1 and gap < BOUND_S, account
     await _watched_by(guard, watch)

@@ -11,7 +11,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -30,6 +30,7 @@ from mcpkit.server.sync_exec import (
 )
 from support.everything import connect
 from support.paths import SERVERS
+from support.sched import RunQueue
 
 SERVER = SERVERS / "sync_server.py"
 KINDS = ["tool", "resource", "prompt", "completion"]
@@ -97,21 +98,36 @@ class Peer:
         return str(r["completion"]["values"][0])
 
     async def probe_while(self, busy: asyncio.Task[Any]) -> list[float]:
-        """Alternate pings and async tool calls every 10 ms until ``busy`` ends; their latencies (s)."""
-        out: list[float] = []
-        i = 0
-        while not busy.done():
-            t0 = time.perf_counter()
-            if i % 2:
-                await self.request("ping", {})
-            else:
-                r = await self.request("tools/call", {"name": "aping", "arguments": {}})
-                assert r["content"][0]["text"] == "pong"
-            if not busy.done():  # a probe that straddles the end of the slow call still counts
-                out.append(time.perf_counter() - t0)
-            i += 1
-            await asyncio.sleep(0.01)
-        return out
+        """Probe the server (see :func:`probe_while`) until ``busy`` ends; the latencies."""
+
+        async def aping() -> str:
+            r = await self.request("tools/call", {"name": "aping", "arguments": {}})
+            return str(r["content"][0]["text"])
+
+        return await probe_while(busy, lambda: self.request("ping", {}), aping)
+
+
+async def probe_while(
+    busy: asyncio.Task[Any], ping: Callable[[], Awaitable[Any]], aping: Callable[[], Awaitable[str]]
+) -> list[float]:
+    """Alternate pings and calls of the async tool ``aping`` every 10 ms until ``busy`` ends; their latencies (s),
+    each net of the time the OS kept this process's and the server's threads waiting for a CPU meanwhile (on a
+    loaded machine that wait is no delay of the server's own; on an idle one it is next to nothing)."""
+    out: list[float] = []
+    queued = RunQueue()  # (this process and its children: the server and its helper processes, started by now)
+    i = 0
+    while not busy.done():
+        q0 = queued()
+        t0 = time.perf_counter()
+        if i % 2:
+            await ping()
+        else:
+            assert await aping() == "pong"
+        if not busy.done():  # a probe that straddles the end of the slow call still counts
+            out.append(time.perf_counter() - t0 - (queued() - q0))
+        i += 1
+        await asyncio.sleep(0.01)
+    return out
 
 
 @contextlib.asynccontextmanager
@@ -170,7 +186,7 @@ async def probes_within_bound(peer: Peer, kind: str, seconds: float = 1.0) -> No
         assert len(latencies) >= 10 * seconds, latencies  # probed all along
         if max(latencies) < BOUND_S:
             return
-        assert attempt == 0, f"slowest probe {max(latencies) * 1000:.1f} ms, twice"
+        assert attempt == 0, f"slowest probe {max(latencies) * 1000:.1f} ms net of waits for a CPU, twice"
 
 
 async def learn_inline(peer: Peer, kind: str) -> list[str]:
@@ -222,7 +238,8 @@ async def test_learned_inline_function_that_runs_long_never_stalls_other_request
             wheres.append(where)
             if max(latencies) >= BOUND_S:
                 misses += 1  # an overloaded machine can delay one probe by itself; a real stall misses every time
-                assert misses < 2, f"slowest probe {max(latencies) * 1000:.1f} ms, twice (calls ran: {wheres})"
+                slowest = f"slowest probe {max(latencies) * 1000:.1f} ms net of waits for a CPU"
+                assert misses < 2, f"{slowest}, twice (calls ran: {wheres})"
             if where == "thread":
                 break
         assert wheres[0] == "loop", "the first long call was not inline"  # it started inline: the loop moved
@@ -618,29 +635,23 @@ async def test_learned_inline_tool_that_runs_long_never_stalls_http_requests(mod
         while len(where) < 60 and (len(where) < 12 or where[-1] != "loop"):  # (see learn_inline)
             where.append((await slow.call_tool("nap", {"seconds": 0})).content[0].text)  # type: ignore[union-attr]
         assert where[0] == "thread" and where[-1] == "loop", where
+
+        async def aping() -> str:
+            return str((await probe.call_tool("aping", {})).content[0].text)  # type: ignore[union-attr]
+
         await probe.ping()
-        await probe.call_tool("aping", {})
+        await aping()
         for _attempt in range(2):  # one retry: an overloaded machine can delay one probe by itself
             busy = asyncio.create_task(slow.call_tool("nap", {"seconds": 1.0}))
             await asyncio.sleep(0.05)
-            latencies: list[float] = []
-            i = 0
-            while not busy.done():
-                t0 = time.perf_counter()
-                if i % 2:
-                    await probe.ping()
-                else:
-                    assert (await probe.call_tool("aping", {})).content[0].text == "pong"  # type: ignore[union-attr]
-                if not busy.done():
-                    latencies.append(time.perf_counter() - t0)
-                i += 1
-                await asyncio.sleep(0.01)
+            latencies = await probe_while(busy, probe.ping, aping)
             where_slow = (await busy).content[0].text  # type: ignore[union-attr]
             assert len(latencies) >= 10, latencies
             if max(latencies) < BOUND_S or where_slow == "thread":
                 break
         assert where_slow == "loop", "the long call did not start inline"
-        assert max(latencies) < BOUND_S, f"slowest probe {max(latencies) * 1000:.1f} ms during the inline call"
+        slowest = f"slowest probe {max(latencies) * 1000:.1f} ms net of waits for a CPU"
+        assert max(latencies) < BOUND_S, f"{slowest} during the inline call"
 
 
 async def test_a_suspect_tools_inline_calls_over_tools_call_are_measured() -> None:
