@@ -492,6 +492,29 @@ def test_what_a_flooding_client_sends_is_bounded(monkeypatch: pytest.MonkeyPatch
         server.connect("stdio")
 
 
+def flooding_client(tmp_path: Path, calls: int, pad: int = 0) -> Path:
+    """A client script (its argument: the server's command line) that initializes, then writes ``calls`` calls of
+    ``check_ask`` at once and reads nothing for a minute; with ``pad``, each call carries that many bytes of
+    padding and the server's stdout is a pipe nobody reads (else it goes to /dev/null)."""
+    arguments = ", 'arguments': {'pad': pad}" if pad else ""
+    flood = tmp_path / "flood.py"
+    flood.write_text(
+        "import json, shlex, subprocess, sys, time\n"
+        f"out = subprocess.{'PIPE' if pad else 'DEVNULL'}\n"
+        "p = subprocess.Popen(shlex.split(sys.argv[1]), stdin=subprocess.PIPE, stdout=out)\n"
+        "def send(m): p.stdin.write(json.dumps(m).encode() + b'\\n')\n"
+        "send({'jsonrpc': '2.0', 'id': 0, 'method': 'initialize', 'params': {'protocolVersion': '2025-11-25',\n"
+        "      'capabilities': {}, 'clientInfo': {'name': 'flood', 'version': '1'}}})\n"
+        f"pad = 'x' * {pad}\n"
+        f"for n in range(1, {calls + 1}):\n"
+        f"    send({{'jsonrpc': '2.0', 'id': n, 'method': 'tools/call',\n"
+        f"          'params': {{'name': 'check_ask'{arguments}}}}})\n"
+        "p.stdin.flush()\n"
+        "time.sleep(60)\n"
+    )
+    return flood
+
+
 async def test_a_client_flooding_requests_it_never_reads_holds_a_bounded_number_of_answers(tmp_path: Path) -> None:
     """A stdio client that sends 1,500 ``check_ask`` calls (each one keeps the scripted server waiting on the
     client's answer) and reads nothing: the scripted server answers at most MAX_IN_FLIGHT of a connection's
@@ -499,18 +522,7 @@ async def test_a_client_flooding_requests_it_never_reads_holds_a_bounded_number_
     per message, without a bound, for as long as the client kept writing."""
     from mcpkit.check.clients.scripted import MAX_IN_FLIGHT
 
-    flood = tmp_path / "flood.py"
-    flood.write_text(
-        "import json, shlex, subprocess, sys, time\n"
-        "p = subprocess.Popen(shlex.split(sys.argv[1]), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)\n"
-        "def send(m): p.stdin.write(json.dumps(m).encode() + b'\\n')\n"
-        "send({'jsonrpc': '2.0', 'id': 0, 'method': 'initialize', 'params': {'protocolVersion': '2025-11-25',\n"
-        "      'capabilities': {}, 'clientInfo': {'name': 'flood', 'version': '1'}}})\n"
-        "for n in range(1, 1501):\n"
-        "    send({'jsonrpc': '2.0', 'id': n, 'method': 'tools/call', 'params': {'name': 'check_ask'}})\n"
-        "p.stdin.flush()\n"
-        "time.sleep(60)\n"
-    )
+    flood = flooding_client(tmp_path, 1500)
     report = await run_client_checks([PY, str(flood), "{server}"], scenarios=["handshake"], timeout=8)
     note = str(report.info.get("handshake: not answered"))
     assert f"past the {MAX_IN_FLIGHT} a connection answers at once" in note, report.info
@@ -597,20 +609,7 @@ async def test_a_client_flooding_large_requests_it_never_reads_holds_a_bounded_n
 
     size = 2 * 1024 * 1024
     admitted = MAX_IN_FLIGHT_BYTES // (size + 100)  # (each message: the padding and its JSON-RPC envelope)
-    flood = tmp_path / "flood.py"
-    flood.write_text(
-        "import json, shlex, subprocess, sys, time\n"
-        "p = subprocess.Popen(shlex.split(sys.argv[1]), stdin=subprocess.PIPE, stdout=subprocess.PIPE)\n"
-        "def send(m): p.stdin.write(json.dumps(m).encode() + b'\\n')\n"
-        "send({'jsonrpc': '2.0', 'id': 0, 'method': 'initialize', 'params': {'protocolVersion': '2025-11-25',\n"
-        "      'capabilities': {}, 'clientInfo': {'name': 'flood', 'version': '1'}}})\n"
-        f"pad = 'x' * {size}\n"
-        "for n in range(1, 17):\n"
-        "    send({'jsonrpc': '2.0', 'id': n, 'method': 'tools/call',\n"
-        "          'params': {'name': 'check_ask', 'arguments': {'pad': pad}}})\n"
-        "p.stdin.flush()\n"
-        "time.sleep(60)  # (its stdout is never read)\n"
-    )
+    flood = flooding_client(tmp_path, 16, pad=size)  # (its stdout is never read)
     report = await run_client_checks([PY, str(flood), "{server}"], scenarios=["handshake"], timeout=8)
     note = str(report.info.get("handshake: not answered"))
     assert f"past the {MAX_IN_FLIGHT} a connection answers at once, or past 16 MiB of them" in note, report.info
