@@ -141,13 +141,14 @@ async def test_loop_keeps_serving_while_an_inline_call_sleeps(watch: str) -> Non
     ticker = Ticker()
     await asyncio.sleep(0.03)
     t0 = time.perf_counter()
+    h0 = guard.handovers  # (a short call before may have been handed over too: one the OS kept under way)
     ran_on = _inline(sleeper(0.5, guard), (), {})
     took = time.perf_counter() - t0
     assert ran_on == threading.current_thread().name and took >= 0.5
     assert asyncio.current_task() is not None  # the interrupted task is current again
     await asyncio.sleep(0.03)
     await ticker.stop()
-    assert guard.handovers == 1 and not guard.lost
+    assert guard.handovers - h0 == 1 and not guard.lost
     assert ticker.worst_gap(t0) < BOUND_S, ticker.describe(t0)
     assert "mcpkit-loop-stand-in" in ticker.threads and threading.current_thread().name in ticker.threads
     assert loop._thread_id == threading.get_ident()  # type: ignore[attr-defined]
@@ -164,25 +165,29 @@ async def test_loop_keeps_serving_while_an_inline_call_computes(watch: str) -> N
     ticker = Ticker(computing=True)
     await asyncio.sleep(0.03)
     t0 = time.perf_counter()
+    h0 = guard.handovers
     assert _inline(spinner(0.5, guard), (), {}) > 0
     await asyncio.sleep(0.03)
     await ticker.stop()
-    assert guard.handovers == 1
+    assert guard.handovers - h0 == 1
     assert ticker.worst_gap(t0) < BOUND_S, ticker.describe(t0)
 
 
 async def test_short_inline_calls_are_never_handed_over() -> None:
-    """Calls far below the watchdog's tick run inline without a hand-over, however many there are."""
+    """Calls far below the watchdog's tick run inline without a hand-over, however many there are (but for a call
+    the OS kept under way for a tick or more, which the watch rightly hands over: none on an idle machine)."""
     guard = handoff_for(asyncio.get_running_loop())
     assert guard is not None
     end = time.perf_counter() + 4 * TICK_S * 10
-    n = 0
+    n = preempted = 0
     while time.perf_counter() < end:
+        t0 = time.perf_counter()
         assert _inline(lambda a, k: a[0] + 1, (n,), {}) == n + 1
+        preempted += time.perf_counter() - t0 >= TICK_S
         n += 1
         if n % 1000 == 0:
             await asyncio.sleep(0)
-    assert guard.handovers == 0 and n > 1000
+    assert guard.handovers <= preempted and n > 1000, (guard.handovers, preempted)
 
 
 async def test_an_error_of_a_handed_over_call_reaches_its_caller() -> None:
@@ -197,7 +202,7 @@ async def test_an_error_of_a_handed_over_call_reaches_its_caller() -> None:
 
     with pytest.raises(LookupError, match="boom"):
         _inline(boom, (), {})
-    assert guard.handovers == 1 and not guard.lost
+    assert guard.handovers == 1 and not guard.lost  # (its first inline call: none before it)
     assert await asyncio.wait_for(asyncio.sleep(0.01, "still served"), 1) == "still served"
 
 
@@ -296,16 +301,18 @@ async def test_a_loop_that_cannot_be_handed_over_keeps_learned_functions_on_thre
         delattr(real, "_mcpkit_handoff")
 
 
-async def _worst_gap_of_a_blocking_call(guard: LoopHandoff) -> tuple[float, str]:
+async def _worst_gap_of_a_blocking_call(guard: LoopHandoff) -> tuple[float, str, int]:
     """The longest the loop went unserved (seconds, net of the OS: see Ticker.worst_gap) while an inline call slept
-    0.3 s, and the gap's account."""
+    0.3 s (and on until handed over), the gap's account, and the hand-overs meanwhile."""
     ticker = Ticker()
     await asyncio.sleep(0.03)
     t0 = time.perf_counter()
+    h0 = guard.handovers
     _inline(sleeper(0.3, guard), (), {})
+    handovers = guard.handovers - h0
     await asyncio.sleep(0.03)
     await ticker.stop()
-    return ticker.worst_gap(t0), ticker.describe(t0)
+    return ticker.worst_gap(t0), ticker.describe(t0), handovers
 
 
 def _helpers() -> set[int]:
@@ -335,7 +342,7 @@ def test_inline_calls_are_watched_without_taking_the_servers_gil() -> None:
     call that then blocks is still handed over within the bound; and the helper ends when its loop is gone."""
     before = _helpers()
 
-    async def main() -> tuple[int, int, tuple[float, str], int]:
+    async def main() -> tuple[int, int, tuple[float, str, int]]:
         guard = handoff_for(asyncio.get_running_loop())
         assert guard is not None
         _inline(lambda a, k: None, (), {})
@@ -349,11 +356,9 @@ def test_inline_calls_are_watched_without_taking_the_servers_gil() -> None:
             preempted += time.perf_counter() - t0 >= TICK_S
             await asyncio.sleep(0)
         woken = TICKS[0] - ticks
-        handovers = guard.handovers
-        gap = await _worst_gap_of_a_blocking_call(guard)
-        return woken, preempted, gap, guard.handovers - handovers
+        return woken, preempted, await _worst_gap_of_a_blocking_call(guard)
 
-    woken, preempted, (gap, account), handovers = asyncio.run(main())
+    woken, preempted, (gap, account, handovers) = asyncio.run(main())
     assert woken <= preempted, f"a thread of the server took the GIL {woken} times to watch ({preempted} preempted)"
     assert handovers == 1 and gap < BOUND_S, account
     deadline = time.monotonic() + 5
@@ -381,8 +386,8 @@ async def test_a_killed_helper_leaves_the_watch_to_a_thread() -> None:
     assert guard._cell is None
     _inline(lambda a, k: None, (), {})
     assert guard._watchdog is not None  # the thread took over the watch
-    gap, account = await _worst_gap_of_a_blocking_call(guard)
-    assert guard.handovers == 1 and gap < BOUND_S, account
+    gap, account, handovers = await _worst_gap_of_a_blocking_call(guard)
+    assert handovers == 1 and gap < BOUND_S, account
 
 
 async def test_the_first_inline_call_is_watched_while_the_helper_starts(watch: str) -> None:
@@ -390,6 +395,6 @@ async def test_the_first_inline_call_is_watched_while_the_helper_starts(watch: s
     the loop is handed over within the bound all the same."""
     guard = handoff_for(asyncio.get_running_loop())
     assert guard is not None and guard._cell is None
-    gap, account = await _worst_gap_of_a_blocking_call(guard)
-    assert guard.handovers == 1 and gap < BOUND_S, account
+    gap, account, handovers = await _worst_gap_of_a_blocking_call(guard)
+    assert handovers == 1 and gap < BOUND_S, account
     await _watched_by(guard, watch)
