@@ -27,15 +27,14 @@ BOUND_S = 0.050  # the guarantee: the loop is never left unserved longer than th
 
 class Ticker:
     """A task that wakes every 5 ms and records the gaps between its turns (and the threads it ran on), with the
-    time the OS kept the threads that serve the loop (the stand-in, the watch's thread and helper process) waiting
-    for a CPU meanwhile. The loop's own thread counts only with ``computing``: while an inline call computes, it
-    holds the GIL the stand-in needs, so its waits for a CPU are the loop's too; while one sleeps they are not (and
-    a sum over threads that wait side by side would take more than the gap's share)."""
+    time the OS kept the threads that serve the loop waiting for a CPU meanwhile: every thread of this process
+    (the loop's own runs it, and holds the GIL while an inline call computes; the stand-in; the watch's thread)
+    and of its helper processes."""
 
-    def __init__(self, computing: bool = False) -> None:
+    def __init__(self) -> None:
         self.stamps: list[tuple[float, float]] = []  # (the turn's time, the run-queue seconds so far)
         self.threads: set[str] = set()
-        self.queued = RunQueue(excluding=() if computing else (threading.get_native_id(),))
+        self.queued = RunQueue()
         self.task = asyncio.create_task(self._run())
 
     async def _run(self) -> None:
@@ -80,7 +79,7 @@ def sleeper(seconds: float, guard: LoopHandoff | None = None) -> Any:
         time.sleep(seconds)
         deadline = time.monotonic() + 10
         while guard is not None and not guard.lost and time.monotonic() < deadline:
-            time.sleep(0.005)
+            time.sleep(0.05)  # (seldom: each wake of this thread may wait for a CPU, which the ticker subtracts)
         return threading.current_thread().name
 
     return fn
@@ -162,7 +161,7 @@ async def test_loop_keeps_serving_while_an_inline_call_computes(watch: str) -> N
     _inline(lambda a, k: None, (), {})
     await _watched_by(guard, watch)
     await asyncio.sleep(0.1)
-    ticker = Ticker(computing=True)
+    ticker = Ticker()
     await asyncio.sleep(0.03)
     t0 = time.perf_counter()
     h0 = guard.handovers

@@ -37,18 +37,17 @@ def _queued_ns(pid: int) -> dict[tuple[int, int], int]:
 
 class RunQueue:
     """The run-queue seconds of processes ``pids`` (this one by default) and their descendants, every thread of
-    each but the threads ``excluding`` (native ids) of the first process, summed since the first reading: call the
-    instance for a reading. A thread that ends takes nothing of the sum back, and one that starts counts from its
-    start. Where ``/proc`` does not say (not Linux), every reading is 0.0, so a test bounds the wall time alone.
-    Descendants are looked up on :meth:`refresh` (and at the first reading).
+    each, summed since the first reading: call the instance for a reading. A thread that ends takes nothing of the
+    sum back, and one that starts counts from its start. Where ``/proc`` does not say (not Linux), every reading is
+    0.0, so a test bounds the wall time alone. Descendants are looked up on :meth:`refresh` (and at the first
+    reading).
 
     A sum over threads is right for a chain of threads that act one after another (the watch wakes, then the
     stand-in runs the loop); threads that wait for a CPU side by side (two that wake on timers of their own) add
     up to more than the delay they caused, so on a loaded machine a bound net of this sum is lenient."""
 
-    def __init__(self, *pids: int, excluding: tuple[int, ...] = ()) -> None:
+    def __init__(self, *pids: int) -> None:
         self.roots = pids or (os.getpid(),)
-        self.excluding = excluding  # native thread ids left out (a thread whose waits are not on the path timed)
         self.available = os.path.exists("/proc/self/task")
         self.pids: list[int] = []
         self.total = 0
@@ -73,8 +72,6 @@ class RunQueue:
         now: dict[tuple[int, int], int] = {}
         for pid in self.pids:
             now.update(_queued_ns(pid))
-        for tid in self.excluding:
-            now.pop((self.roots[0], tid), None)
         last = self.last
         self.total += sum(ns - last.get(key, 0) for key, ns in now.items())
         self.last = now

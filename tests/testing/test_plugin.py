@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,6 +48,22 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     """pytest in a subprocess, as the user runs it (in process, pytester would re-import mcpkit between runs)."""
     return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args, timeout=300)
+
+
+def snapshots_recorded(
+    project: pytest.Pytester, module: str, transports: str, passed: int, written: int, *listed: str
+) -> tuple[Path, list[str]]:
+    """Run ``project``'s tests over ``transports`` with ``--mcp-update-snapshots`` (``passed`` pass, ``written``
+    snapshots written, the output naming ``listed`` too), then without (all pass against them): the folder of
+    ``module``'s snapshots and their names, sorted."""
+    args = (f"--mcp-transports={transports}",)
+    recorded = run(project, *args, "--mcp-update-snapshots")
+    recorded.assert_outcomes(passed=passed)
+    recorded.stdout.fnmatch_lines([f"mcpkit: {written} surface snapshot(s) written:", *listed])
+    folder = project.path / "__snapshots__" / module
+    names = sorted(p.name for p in folder.iterdir())
+    run(project, *args).assert_outcomes(passed=passed)
+    return folder, names
 
 
 TESTS = """
@@ -178,15 +195,8 @@ def test_the_surface_snapshot_is_recorded_with_the_flag_and_fails_when_the_serve
     missing = run(project, *args)
     missing.assert_outcomes(failed=4)
     missing.stdout.fnmatch_lines(["*no surface snapshot at *run pytest with --mcp-update-snapshots*"])
-    recorded = run(project, *args, "--mcp-update-snapshots")
-    recorded.assert_outcomes(passed=4)
-    recorded.stdout.fnmatch_lines(["mcpkit: 2 surface snapshot(s) written:", "*test_surface?2025-11-25?.json"])
-    folder = project.path / "__snapshots__" / "test_user_surface"
-    assert sorted(p.name for p in folder.iterdir()) == [
-        "test_surface[2025-11-25].json",
-        "test_surface[2026-07-28].json",
-    ]
-    run(project, *args).assert_outcomes(passed=4)
+    _, names = snapshots_recorded(project, "test_user_surface", "memory,http", 4, 2, "*test_surface?2025-11-25?.json")
+    assert names == ["test_surface[2025-11-25].json", "test_surface[2026-07-28].json"]
     (project.path / "server.py").write_text(SERVER.replace("b: int", "b: float"))
     changed = run(project, *args)
     changed.assert_outcomes(failed=4)
@@ -228,18 +238,13 @@ def test_same_named_tests_of_two_classes_with_two_servers_keep_their_own_snapsho
             """
         )
     )
-    args = ("--mcp-transports=memory",)
-    recorded = run(project, *args, "--mcp-update-snapshots")
-    recorded.assert_outcomes(passed=4)
-    recorded.stdout.fnmatch_lines(["mcpkit: 4 surface snapshot(s) written:"])
-    folder = project.path / "__snapshots__" / "test_two_servers"
-    assert sorted(p.name for p in folder.iterdir()) == [
+    _, names = snapshots_recorded(project, "test_two_servers", "memory", 4, 4)
+    assert names == [
         "TestAlpha.test_surface[2025-11-25].json",
         "TestAlpha.test_surface[2026-07-28].json",
         "TestBeta.test_surface[2025-11-25].json",
         "TestBeta.test_surface[2026-07-28].json",
     ]
-    run(project, *args).assert_outcomes(passed=4)
 
 
 TWO_SERVERS = """
@@ -278,12 +283,8 @@ def test_a_test_parametrized_over_servers_keeps_a_snapshot_per_parameter(project
             """
         )
     )
-    args = ("--mcp-transports=memory,http",)
-    recorded = run(project, *args, "--mcp-update-snapshots")
-    recorded.assert_outcomes(passed=12)
-    recorded.stdout.fnmatch_lines(["mcpkit: 8 surface snapshot(s) written:"])
-    folder = project.path / "__snapshots__" / "test_params"
-    assert sorted(p.name for p in folder.iterdir()) == [
+    folder, names = snapshots_recorded(project, "test_params", "memory,http", 12, 8)
+    assert names == [
         "test_each[2025-11-25-delta_.._x].json",  # (the node's ids in pytest's order, without the transport)
         "test_each[2025-11-25-gamma].json",
         "test_each[2026-07-28-delta_.._x].json",
@@ -294,7 +295,6 @@ def test_a_test_parametrized_over_servers_keeps_a_snapshot_per_parameter(project
         "test_surface[beta-2026-07-28].json",
     ]
     assert '"beta"' in (folder / "test_surface[beta-2026-07-28].json").read_text()
-    run(project, *args).assert_outcomes(passed=12)
 
 
 def test_a_snapshot_recorded_under_the_earlier_name_is_still_read(project: pytest.Pytester) -> None:
