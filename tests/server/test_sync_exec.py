@@ -114,9 +114,10 @@ async def probe_while(
     each net of the time the OS kept this process's and the server's threads waiting for a CPU meanwhile (on a
     loaded machine that wait is no delay of the server's own; on an idle one it is next to nothing)."""
     out: list[float] = []
-    queued = RunQueue()  # (this process and its children: the server and its helper processes, started by now)
+    queued = RunQueue()  # (this process and its children: the server and its helper processes)
     i = 0
     while not busy.done():
+        queued.refresh()  # (a thread started since: the server's stand-in, at its first hand-over)
         q0 = queued()
         t0 = time.perf_counter()
         if i % 2:
