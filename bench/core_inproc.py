@@ -32,8 +32,6 @@ import asyncio
 import collections
 import importlib
 import os
-import re
-import shutil
 import subprocess
 import sys
 import time
@@ -44,7 +42,9 @@ from typing import Any
 import orjson
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
+from harness import callgrind  # noqa: E402
 
 Round = Callable[[int], Awaitable[None]]
 
@@ -307,7 +307,7 @@ def main() -> int:
         if args.trace:
             subprocess.run([*base, "--trace"], env=env, check=True, timeout=600)
         elif args.instructions:
-            per_call = _instructions(spec, base, env)
+            per_call = callgrind.per_call(spec, base, env)
             print(f"{spec:40s} {per_call / 1000:7.1f}k instructions/call ({where})")
         else:
             out = subprocess.run([*base, "--calls", str(args.calls)], env=env, capture_output=True, text=True)
@@ -315,24 +315,6 @@ def main() -> int:
                 raise SystemExit(f"{spec}: {out.stderr[-2000:]}")
             print(f"{spec:40s} {float(out.stdout.split()[-1]):7.1f} us CPU/call ({where})")
     return 0
-
-
-def _instructions(spec: str, base: list[str], env: dict[str, str]) -> float:
-    if shutil.which("valgrind") is None:
-        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
-    small, large = 200, 1200
-    runs = []
-    for calls in (small, large):
-        argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *base, "--calls", str(calls)]
-        runs.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    totals = []
-    for proc in runs:
-        _, err = proc.communicate(timeout=1800)
-        found = re.search(r"Collected : (\d+)", err)
-        if proc.returncode != 0 or found is None:
-            raise SystemExit(f"{spec}: {err[-2000:]}")
-        totals.append(int(found.group(1)))
-    return (totals[1] - totals[0]) / (4 * (large - small))  # four measured runs per child
 
 
 if __name__ == "__main__":

@@ -25,8 +25,6 @@ import argparse
 import asyncio
 import importlib
 import os
-import re
-import shutil
 import subprocess
 import sys
 import time
@@ -34,6 +32,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from harness import callgrind  # noqa: E402
 
 
 class _Transport(asyncio.Transport):
@@ -255,28 +256,14 @@ def _parser() -> str:
 
 def _instructions(args: argparse.Namespace) -> int:
     """Instructions per call of each contender (see the module docs): two callgrind runs each, side by side."""
-    if shutil.which("valgrind") is None:
-        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
-    small, large = 200, 1200
     for spec in args.contenders:
         path, _, module = spec.rpartition(":")
         env = dict(os.environ, PYTHONHASHSEED="0")
         if path:
             env["PYTHONPATH"] = path
-        runs = []
-        for calls in (small, large):
-            argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__]
-            argv += ["--child", module, "--era", args.era, "--calls", str(calls)]
-            argv += ["--concurrency", str(args.concurrency)]
-            runs.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-        totals = []
-        for proc in runs:
-            _, err = proc.communicate(timeout=1800)
-            found = re.search(r"Collected : (\d+)", err)
-            if proc.returncode != 0 or found is None:
-                raise SystemExit(f"{spec}: {err[-2000:]}")
-            totals.append(int(found.group(1)))
-        per_call = (totals[1] - totals[0]) / (4 * (large - small))  # four measured runs per child
+        argv = [sys.executable, __file__, "--child", module, "--era", args.era]
+        argv += ["--concurrency", str(args.concurrency)]
+        per_call = callgrind.per_call(spec, argv, env)
         where = f"uvicorn {_parser()} in process, {args.era}, {args.concurrency} in flight"
         print(f"{spec:40s} {per_call / 1000:7.1f}k instructions/call ({where})")
     return 0
