@@ -531,6 +531,7 @@ class Upstream(UpstreamWatch):
         single = self.proxy.pool_size == 1
         key = caps_key(sctx.client_capabilities)
         evicted: list[_Conn] = []
+        deadline = asyncio.get_running_loop().time() + self.proxy.lease_timeout  # (one bound, however often woken)
         async with self._pool_free:
             for waiting in self._idle.values():  # a connection whose upstream ended (a crashed stdio server) leaves
                 for dead in [c for c in waiting if not _alive(c)]:
@@ -551,7 +552,10 @@ class Upstream(UpstreamWatch):
                     evicted.append(spare)
                     break
                 try:
-                    await asyncio.wait_for(self._pool_free.wait(), self.proxy.lease_timeout)
+                    left = deadline - asyncio.get_running_loop().time()
+                    if left <= 0:
+                        raise TimeoutError
+                    await asyncio.wait_for(self._pool_free.wait(), left)
                 except TimeoutError:
                     raise MCPError(
                         f"every connection to the upstream server {self.target.description} is busy "

@@ -60,3 +60,38 @@ async def test_a_request_that_finds_no_free_connection_within_lease_timeout_is_r
         assert "lease_timeout" in refused.value.message and "pool_size=1" in refused.value.message
         assert (await holding).text == "done"
         assert (await client.call_tool("process", {})).data
+
+
+async def test_lease_timeout_bounds_a_wait_however_often_other_connections_are_given_back() -> None:
+    """Every connection given back wakes every waiter (they may wait for other capabilities): each wake used to start
+    the waiter's ``lease_timeout`` again, so while other clients' calls came and went a request waited as long as the
+    call holding its connection ran. Now the bound runs from the request's arrival."""
+    p = mcpkit.proxy(_upstream("legacy-2025-06-18"), client_options={"mode": "handshake"}, lease_timeout=0.6)
+    async with (
+        serve_http(p) as url,
+        Client(url, mode="modern") as client,
+        Client(url, mode="modern", roots=["file:///work"]) as other,  # (a connection of its own)
+    ):
+        started = asyncio.Event()
+        holding = asyncio.ensure_future(
+            client.call_tool("slow", {"steps": 100}, on_progress=lambda *_: started.set(), timeout=30)
+        )
+        await started.wait()
+
+        async def churn() -> None:  # the other connection given back every ~0.1 s
+            while True:
+                await other.call_tool("process", {})
+                await asyncio.sleep(0.1)
+
+        churning = asyncio.ensure_future(churn())
+        try:
+            t0 = asyncio.get_running_loop().time()
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("process", {}, timeout=30)
+            waited = asyncio.get_running_loop().time() - t0
+        finally:
+            churning.cancel()
+        assert "lease_timeout" in refused.value.message
+        assert waited < 3.0, waited  # (0.6 s and the round trips; the slow call holds its connection ~5 s)
+        assert not holding.done()
+        assert (await holding).text == "done"
