@@ -117,7 +117,8 @@ class ModernValidator:
         # version, method and name. Anything else is diagnosed step by step.
         server = self.server
         read: ModernContext | None = None
-        good = None  # what diagnose found good in this request's headers, to remember
+        good: tuple[str, str, str | None, Any] | None = None  # what diagnose found good here, to remember
+        key: tuple[bytes | None, ...] = ()
         if type(meta) is dict:
             if self._known_stamp is not server.modern_versions or self._known_handlers != server.handlers_version:
                 self._forget_known()
@@ -137,7 +138,7 @@ class ModernValidator:
             else:
                 self._found_good = None
                 refused = self.diagnose(h, msg, meta)
-                good, self._found_good = self._found_good, None
+                good = self._take_found_good()
                 if refused is not None:
                     return refused
         elif (refused := self.diagnose(h, msg, meta)) is not None:
@@ -178,6 +179,11 @@ class ModernValidator:
         if problem is None:
             return None
         return _mismatch(f"{problem}, for tool {called!r}, which {name!r} calls")
+
+    def _take_found_good(self) -> tuple[str, str, str | None, Any] | None:
+        """What the diagnose just made found good (None: not all of it), forgotten here."""
+        good, self._found_good = self._found_good, None
+        return good
 
     def _forget_known(self) -> None:
         """Start the quick test's tables afresh (the server's versions or handlers changed)."""
