@@ -30,7 +30,7 @@ from mcpkit.server.sync_exec import (
 )
 from support.everything import connect
 from support.paths import SERVERS
-from support.sched import RunQueue
+from support.runqueue import RunQueue
 
 SERVER = SERVERS / "sync_server.py"
 KINDS = ["tool", "resource", "prompt", "completion"]
