@@ -49,6 +49,9 @@ SERVER_CONTENDERS: list[Contender] = [
     Contender("fastmcp", "fastmcp FastMCP", "fastmcp_server.py", "fastmcp_server.py", "fastmcp"),
     Contender("mcpkit", "mcpkit MCPKit", "mcpkit_server.py", "mcpkit_server.py", "mcpkit"),
     Contender("mcpkit-def", "mcpkit MCPKit, plain def tools", "mcpkit_def.py", "mcpkit_def.py", "mcpkit"),
+    Contender(
+        "mcpkit-inline", "mcpkit MCPKit, def tools, thread=False", "mcpkit_inline.py", "mcpkit_inline.py", "mcpkit"
+    ),
     Contender("mcpkit-lowlevel", "mcpkit low-level Server", "mcpkit_lowlevel.py", None, "mcpkit"),
     Contender(
         "ts-v2",

@@ -21,6 +21,7 @@ COLORS = {
     "mcpkit": "#59a14f",
     "mcpkit-lowlevel": "#8cd17d",
     "mcpkit-def": "#b6992d",
+    "mcpkit-inline": "#d4a6c8",
     "mcpkit-session": "#8cd17d",
     "raw": "#999999",
     "floor": "#999999",
