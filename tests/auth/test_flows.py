@@ -37,6 +37,7 @@ from mcpkit.auth.keys import jwk_thumbprint
 from support.asgi import read_body
 from support.mcp_http import initialize_body
 from support.oauth import REDIRECT, _forge, oauth, serve, stack, whoami
+from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -165,13 +166,37 @@ async def test_dpop_verifier_refuses_each_defect_of_a_proof() -> None:
     assert ok.jkt == key.thumbprint
 
 
-async def test_workers_sharing_a_redis_replay_cache_see_each_others_proofs(redis_url: str) -> None:  # noqa: F811
-    """A proof accepted by one worker is a replay to every other worker of the same resource server."""
+async def _replay_rows(cache: Any) -> list[float]:
+    """How long each key a shared replay cache keeps has left to live (seconds)."""
     from mcpkit.auth import RedisReplayCache
 
+    if isinstance(cache, RedisReplayCache):
+        stored = [k async for k in cache.redis.scan_iter(match=cache.prefix + "*")]
+        return [await cache.redis.pttl(k) / 1000 for k in stored]
+    async with cache.conn.acquire("test") as db:
+        rows = await db.fetch(
+            f"SELECT extract(epoch FROM expires_at - clock_timestamp()) AS left FROM {cache.table} WHERE kind = 'jti'"
+        )
+    return [float(row["left"]) for row in rows]
+
+
+@pytest.mark.parametrize("backend", ["redis", "postgres"])
+async def test_workers_sharing_a_replay_cache_see_each_others_proofs(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    """A proof accepted by one worker is a replay to every other worker of the same resource server, whether they
+    share a ``RedisReplayCache`` or a ``PostgresReplayCache``."""
+    from mcpkit.auth import PostgresReplayCache, RedisReplayCache
+
     key, url, token = SigningKey.generate(), "https://mcp.example/mcp", "tok"
-    caches = [RedisReplayCache(redis_url, prefix=f"mcpkit:test:{uuid.uuid4().hex}:") for _ in range(2)]
-    caches[1].prefix = caches[0].prefix  # two connections, one cache
+    shared_url: str = request.getfixturevalue(f"{backend}_url")
+    caches: list[Any]
+    if backend == "redis":
+        caches = [RedisReplayCache(shared_url, prefix=f"mcpkit:test:{uuid.uuid4().hex}:") for _ in range(2)]
+        caches[1].prefix = caches[0].prefix  # two connections, one cache
+    else:
+        prefix = f"t{uuid.uuid4().hex[:12]}_"
+        caches = [PostgresReplayCache(shared_url, prefix=prefix) for _ in range(2)]  # two pools, one table
     workers = [DPoPVerifier(replay_cache=c) for c in caches]
     proof = make_proof(key, "POST", url, access_token=token)
     assert (await workers[0].verify(proof, method="POST", url=url, access_token=token)).jkt == key.thumbprint
@@ -179,10 +204,9 @@ async def test_workers_sharing_a_redis_replay_cache_see_each_others_proofs(redis
         await workers[1].verify(proof, method="POST", url=url, access_token=token)
     fresh = make_proof(key, "POST", url, access_token=token)
     assert (await workers[1].verify(fresh, method="POST", url=url, access_token=token)).jkt == key.thumbprint
-    stored = [k async for k in caches[0].redis.scan_iter(match=caches[0].prefix + "*")]
-    assert len(stored) == 2
-    ttl = await caches[0].redis.pttl(stored[0])
-    assert 0 < ttl <= 300_000  # forgotten when the proof could no longer be accepted anyway
+    left = await _replay_rows(caches[0])
+    assert len(left) == 2
+    assert all(0 < seconds <= 300 for seconds in left)  # forgotten when the proof could no longer be accepted anyway
     for cache in caches:
         await cache.aclose()
 

@@ -1,51 +1,46 @@
-"""Client registration (``mcpkit.auth.registration``) over real HTTP, against both storages (in memory and a real
-``redis-server``): secrets are kept as digests, self-registered metadata is the registered members only, and the
-self-registered clients' table is bounded in bytes."""
+"""Client registration (``mcpkit.auth.registration``) over real HTTP, against every storage (in memory, a real
+``redis-server``, a real PostgreSQL): secrets are kept as digests, self-registered metadata is the registered
+members only, and the self-registered clients' table is bounded in bytes."""
 
 from __future__ import annotations
 
 import base64
 import dataclasses
 import secrets
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import orjson
 import pytest
 
-from mcpkit.auth import AuthorizationServer, InMemoryAuthStorage, RedisAuthStorage
+from mcpkit.auth import AuthorizationServer, PostgresAuthStorage, RedisAuthStorage
 from mcpkit.auth._util import pkce_pair
 from mcpkit.auth.storage import ClientRecord
+from support.auth_storages import StorageMaker, make_auth_storage  # noqa: F401  (the fixture)
 from support.oauth import REDIRECT, serve
+from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 
 StorageFactory = Callable[..., Any]
 
 
-@pytest.fixture(params=["memory", "redis"])
-async def make_storage(request: pytest.FixtureRequest) -> AsyncIterator[StorageFactory]:
-    """Builds the storage under test (``**options`` go to its constructor); Redis ones are closed at the end."""
-    made: list[RedisAuthStorage] = []
-    url = request.getfixturevalue("redis_url") if request.param == "redis" else ""
-
-    def make(**options: Any) -> Any:
-        if request.param == "memory":
-            return InMemoryAuthStorage(**options)
-        storage = RedisAuthStorage(url, prefix=f"mcpkit-test:{time.time_ns()}:", **options)
-        made.append(storage)
-        return storage
-
-    yield make
-    for storage in made:
-        await storage.aclose()
+@pytest.fixture
+def make_storage(
+    make_auth_storage: StorageMaker,  # noqa: F811
+) -> StorageFactory:
+    """Builds the storage under test (``**options`` go to its constructor), of each backend in turn."""
+    return make_auth_storage
 
 
 async def _stored_bytes(storage: Any, client_id: str) -> bytes:
     """Everything the storage keeps about one client, as bytes (what a dump, a replica or a debugger shows)."""
     if isinstance(storage, RedisAuthStorage):
         raw = await storage.redis.get(storage.prefix + "client:" + client_id)
+        return bytes(raw or b"")
+    if isinstance(storage, PostgresAuthStorage):
+        async with storage.conn.acquire("test") as db:
+            raw = await db.fetchval(f"SELECT value FROM {storage.table} WHERE kind = 'client' AND key = $1", client_id)
         return bytes(raw or b"")
     return orjson.dumps(dataclasses.asdict(storage.clients[client_id]))
 
@@ -105,6 +100,12 @@ async def test_a_secret_stored_in_clear_by_an_earlier_version_still_authenticate
     }
     if isinstance(storage, RedisAuthStorage):
         await storage.redis.set(storage.prefix + "client:legacy", orjson.dumps(legacy))
+    elif isinstance(storage, PostgresAuthStorage):
+        await storage.get_client("legacy")  # (the table made)
+        async with storage.conn.acquire("test") as db:
+            await db.execute(
+                f"INSERT INTO {storage.table} (kind, key, value) VALUES ('client', 'legacy', $1)", orjson.dumps(legacy)
+            )
     else:
         storage.clients["legacy"] = ClientRecord(**legacy)
 

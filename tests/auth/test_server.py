@@ -17,8 +17,10 @@ from mcpkit.auth import (
     AuthorizationServer,
 )
 from mcpkit.auth._util import pkce_pair
+from support.auth_storages import StorageMaker, make_auth_storage  # noqa: F401  (the fixture)
 from support.oauth import REDIRECT, serve
 from support.paths import REPO
+from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 
 
@@ -353,15 +355,15 @@ async def test_redis_storage_keeps_at_most_max_dynamic_clients_and_every_preregi
 
 
 @pytest.mark.req("M031")
-async def test_two_as_replicas_share_redis_storage_and_key(redis_url: str) -> None:  # noqa: F811
-    """Replica-safe AS state: a code issued by one replica is redeemed at the other, exactly once; a rotated
-    refresh token dies everywhere; both replicas publish the same key id."""
+@pytest.mark.parametrize("make_auth_storage", ["redis", "postgres"], indirect=True)
+async def test_two_as_replicas_share_their_storage_and_key(
+    make_auth_storage: StorageMaker,  # noqa: F811
+) -> None:
+    """Replica-safe AS state, in Redis or PostgreSQL: a code issued by one replica is redeemed at the other,
+    exactly once; a rotated refresh token dies everywhere; both replicas publish the same key id."""
     from cryptography.hazmat.primitives.asymmetric import ec
 
-    from mcpkit.auth import RedisAuthStorage
-
     key = ec.generate_private_key(ec.SECP256R1())
-    prefix = f"mcpkit-test:{time.time_ns()}:"
     holder: dict[str, Any] = {}
 
     def replica(name: str) -> Callable[[str], AuthorizationServer]:
@@ -372,7 +374,7 @@ async def test_two_as_replicas_share_redis_storage_and_key(redis_url: str) -> No
                 auto_approve=True,
                 signing_key=key,
                 production=True,
-                storage=RedisAuthStorage(redis_url, prefix=prefix),
+                storage=make_auth_storage.shared() if make_auth_storage.made else make_auth_storage(),
             )
             return holder[name]
 

@@ -1,4 +1,5 @@
-"""Token grants (``mcpkit.auth.server_grants``) over real HTTP with a real ``redis-server`` behind them."""
+"""Token grants (``mcpkit.auth.server_grants``) over real HTTP with each storage behind them: in memory, a real
+``redis-server``, a real PostgreSQL."""
 
 from __future__ import annotations
 
@@ -7,21 +8,22 @@ import time
 
 import httpx
 import jwt
-import pytest
 
-from mcpkit.auth import AuthorizationServer, RedisAuthStorage, SigningKey
+from mcpkit.auth import AuthorizationServer, SigningKey
 from mcpkit.auth.dpop import make_proof
+from support.auth_storages import StorageMaker, make_auth_storage  # noqa: F401  (the fixture)
 from support.oauth import code_grant, register, serve
+from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 
 
 async def test_a_refresh_with_the_wrong_dpop_key_never_fails_a_concurrent_refresh_with_the_right_one(
-    redis_url: str,  # noqa: F811
+    make_auth_storage: StorageMaker,  # noqa: F811
 ) -> None:
     """A refresh token bound to a DPoP key, presented with another key, was taken from the storage and put back:
     a refresh by the key's holder arriving in between found no token and got ``invalid_grant`` (the user was
     signed out by whoever held a copy). The binding is checked before the token is taken now."""
-    storage = RedisAuthStorage(redis_url, prefix=f"mcpkit-test:{time.time_ns()}:")
+    storage = make_auth_storage()
 
     def make(base: str) -> AuthorizationServer:
         return AuthorizationServer(base, auto_approve=True, dpop=True, storage=storage)
@@ -46,17 +48,16 @@ async def test_a_refresh_with_the_wrong_dpop_key_never_fails_a_concurrent_refres
             right = answers.pop(4)
             assert right.status_code == 200, right.text
             assert all(a.status_code == 400 and a.json()["error"] == "invalid_grant" for a in answers)
-    await storage.aclose()
 
 
 async def test_a_refused_wider_refresh_never_fails_a_concurrent_refresh_by_the_same_client(
-    redis_url: str,  # noqa: F811
+    make_auth_storage: StorageMaker,  # noqa: F811
 ) -> None:
     """A client's own refresh asking for more scope (``invalid_scope``) or another resource (``invalid_target``)
     took the token and put it back: a concurrent, legitimate refresh by the same client arriving in between found
     no token and got ``invalid_grant`` (the user was signed out). The refusal is decided before the token is taken
     now, and the token is still good afterwards."""
-    storage = RedisAuthStorage(redis_url, prefix=f"mcpkit-test:{time.time_ns()}:")
+    storage = make_auth_storage()
 
     def make(base: str) -> AuthorizationServer:
         return AuthorizationServer(base, auto_approve=True, scopes_supported=["read", "write"], storage=storage)
@@ -90,13 +91,10 @@ async def test_a_refused_wider_refresh_never_fails_a_concurrent_refresh_by_the_s
         assert (await refresh(token, **wider)).json()["error"] == "invalid_scope"
         assert (await refresh(token, **elsewhere)).json()["error"] == "invalid_target"
         assert (await refresh(token)).status_code == 200
-    await storage.aclose()
 
 
-@pytest.mark.parametrize("backend", ["memory", "redis"])
 async def test_an_openid_grant_answers_an_id_token_for_the_client_with_the_requests_nonce(
-    backend: str,
-    redis_url: str,  # noqa: F811
+    make_auth_storage: StorageMaker,  # noqa: F811
 ) -> None:
     """The server advertised OpenID discovery but never issued an ``id_token`` (OpenID Connect Core §3.1.3.3).
     With ``openid`` granted, the code's token answer carries one signed with the server's key (ES256, its ``kid``),
@@ -105,7 +103,7 @@ async def test_an_openid_grant_answers_an_id_token_for_the_client_with_the_reque
     without ``openid`` get none. A nonce longer than ``MAX_NONCE`` characters is refused."""
     from mcpkit.auth.server_authorize import MAX_NONCE
 
-    storage = RedisAuthStorage(redis_url, prefix=f"mcpkit-test:{time.time_ns()}:") if backend == "redis" else None
+    storage = make_auth_storage()
 
     def make(base: str) -> AuthorizationServer:
         return AuthorizationServer(base, auto_approve=True, scopes_supported=["mcp:read"], storage=storage)
@@ -161,8 +159,6 @@ async def test_an_openid_grant_answers_an_id_token_for_the_client_with_the_reque
         too_long = await authorize("openid", nonce="n" * (MAX_NONCE + 1))
         assert too_long.json()["error"] == "invalid_request" and "nonce" in too_long.json()["error_description"]
         assert (await authorize("openid", nonce="n" * MAX_NONCE)).status_code == 200
-    if storage is not None:
-        await storage.aclose()
 
 
 async def test_a_client_revokes_its_grant_at_the_revocation_endpoint_and_never_another_clients() -> None:

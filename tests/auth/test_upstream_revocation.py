@@ -1,7 +1,7 @@
 """The OAuth proxy's revocations at the upstream provider (``mcpkit.auth.upstream_revocation``), with real parts: the
 provider is the test IdP (a second mcpkit authorization server on uvicorn) behind a wrapper that answers its
 ``/revoke`` as a script says (503, 429, 500, a 400, no answer in time) before letting it through; a proxy killed
-with revocations pending is a real process on a real ``redis-server``."""
+with revocations pending is a real process on a real ``redis-server`` or PostgreSQL."""
 
 from __future__ import annotations
 
@@ -22,13 +22,15 @@ import orjson
 import pytest
 from redis.asyncio import Redis
 
-from mcpkit.auth import InMemoryAuthStorage, RedisAuthStorage
+from mcpkit.auth import InMemoryAuthStorage, PostgresAuthStorage
 from mcpkit.auth._util import pkce_pair
 from mcpkit.auth.upstream_login import UpstreamLogin
 from mcpkit.auth.upstream_revocation import MAX_REVOCATION_RECORDS, RevocationRetry
 from mcpkit.auth.upstream_state import InMemoryUpstreamState
+from support.auth_storages import StorageMaker, make_auth_storage  # noqa: F401  (the fixture)
 from support.oauth import register, serve
 from support.paths import REPO
+from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
 from support.procs import stop
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 from support.upstream_idp import (
@@ -224,19 +226,16 @@ async def test_a_shutdown_waits_for_revocations_being_tried_not_for_those_pausin
         assert len(records(login)) == 2  # (the second: 503 after its hang, pausing too)
 
 
-@pytest.mark.parametrize("kind", ["memory", "redis"])
 async def test_revocation_records_are_bounded_leased_and_taken_over_once(
-    kind: str,
-    redis_url: str,  # noqa: F811
+    make_auth_storage: StorageMaker,  # noqa: F811
 ) -> None:
     """The storage side of the records: at most ``max_records`` (``MAX_REVOCATION_RECORDS`` in the proxy), a
     record leased is not taken over before its lease ends, one whose lease ended is taken over once (by one
     replica: the next claim finds it leased again), at most ``limit`` at a time; renewed, it is not due; dropped,
     it is gone; expired, it is forgotten."""
     assert MAX_REVOCATION_RECORDS == 10_000
-    storage: Any = (
-        InMemoryUpstreamState() if kind == "memory" else RedisAuthStorage(redis_url, prefix=f"t{time.time_ns()}:")
-    )
+    storage = make_auth_storage()
+    await storage.drop_revocation("none")  # (connected first: the leases below last 0.3 s from now)
     now = time.time()
     for i in range(3):
         assert await storage.put_revocation(f"k{i}", b"sealed%d" % i, now + 0.3, now + 60, 3)
@@ -253,8 +252,6 @@ async def test_revocation_records_are_bounded_leased_and_taken_over_once(
     for key in ("k0", "k1", "k2"):
         await storage.drop_revocation(key)
     assert await storage.claim_revocations(time.time() + 10, time.time() + 15, 10) == []
-    if kind == "redis":
-        await storage.aclose()
 
 
 # ------------------------------------------------------------------------------------------- a replica killed
@@ -296,30 +293,72 @@ async def sign_in_at(proxy_url: str) -> dict[str, Any]:
     return {**tokens, "client_id": client_id}
 
 
+class KeptRecords:
+    """The revocation records a shared storage keeps, read from outside the proxies (as a dump would show them):
+    under the Redis prefix or in the PostgreSQL table of ``prefix``."""
+
+    def __init__(self, backend: str, url: str, prefix: str) -> None:
+        self.backend = backend
+        self.redis = Redis.from_url(url) if backend == "redis" else None
+        self.postgres = PostgresAuthStorage(url, prefix=prefix) if backend == "postgres" else None
+        self.prefix = prefix
+
+    async def sealed(self) -> list[bytes]:
+        """Every record kept (sealed)."""
+        if self.redis is not None:
+            kept = [k async for k in self.redis.scan_iter(self.prefix + "upstream-revocation:*")]
+            return [await self.redis.get(k) or b"" for k in kept]
+        assert self.postgres is not None
+        async with self.postgres._db() as db:
+            rows = await db.fetch(f"SELECT value FROM {self.postgres.table} WHERE kind = 'revocation'")
+        return [bytes(row["value"]) for row in rows]
+
+    async def leased(self) -> int:
+        """How many records are leased now (their replica's lease has not ended)."""
+        if self.redis is not None:
+            leases = self.prefix + "upstream-revocations:all"
+            return len(await self.redis.zrangebyscore(leases, int(time.time() * 1000), "+inf"))
+        assert self.postgres is not None
+        async with self.postgres._db() as db:
+            return int(
+                await db.fetchval(
+                    f"SELECT count(*) FROM {self.postgres.table} WHERE kind = 'revocation' AND stamp >= "
+                    "clock_timestamp()"
+                )
+            )
+
+    async def aclose(self) -> None:
+        if self.redis is not None:
+            await self.redis.aclose()
+        if self.postgres is not None:
+            await self.postgres.aclose()
+
+
+@pytest.mark.parametrize("backend", ["redis", "postgres"])
 @pytest.mark.parametrize("second_starts", ["while leased", "after the lease"])
 async def test_revocations_pending_in_a_killed_proxy_are_done_by_another_replica(
-    second_starts: str,
-    redis_url: str,  # noqa: F811
+    second_starts: str, backend: str, request: pytest.FixtureRequest
 ) -> None:
     """A revocation lived in the memory of the process trying it: a proxy killed while its provider was down lost
     it, and the upstream tokens of grants the proxy had revoked stayed valid at the provider. Each is recorded in
-    the shared storage (Redis, sealed) before it is tried now: the proxy is SIGKILLed with three revocations
-    waiting for their next try (the IdP answered 503, ``Retry-After: 60``), and a second proxy process on the same
-    Redis takes the records over and revokes them at the IdP, which refuses those upstream refresh tokens from then
-    on; the records are gone. Started while the records are still leased, the second takes them over in a periodic
-    sweep once their lease ended; started after that, in the sweep of its startup (before its first periodic one,
-    half its own 15 s lease later)."""
+    the shared storage (Redis or PostgreSQL, sealed) before it is tried now: the proxy is SIGKILLed with three
+    revocations waiting for their next try (the IdP answered 503, ``Retry-After: 60``), and a second proxy process
+    on the same storage takes the records over and revokes them at the IdP, which refuses those upstream refresh
+    tokens from then on; the records are gone. Started while the records are still leased, the second takes them
+    over in a periodic sweep once their lease ended; started after that, in the sweep of its startup (before its
+    first periodic one, half its own 15 s lease later)."""
     s: dict[str, Any] = {"idp_recorded": Recorded()}
     script = RevokeScript()
     script.then = (503, {"retry-after": "60"})
-    prefix = f"mcpkit-test:{time.time_ns()}:"
+    url: str = request.getfixturevalue(f"{backend}_url")
+    prefix = f"mcpkit-test:{time.time_ns()}:" if backend == "redis" else f"t{time.time_ns()}_"
 
     def make_idp(base: str) -> Any:
         s["idp"] = identity_provider(base, lambda: "alice")
         return script.wrap(s["idp_recorded"].wrap(s["idp"]))
 
     async with serve(make_idp) as (idp_url, _):
-        async with proxy_process(idp_url, redis_url, prefix) as (first, first_url):
+        async with proxy_process(idp_url, url, prefix) as (first, first_url):
             await s["idp"].register_client(
                 client_id=PROXY_CLIENT_ID,
                 client_secret=PROXY_CLIENT_SECRET,
@@ -336,31 +375,29 @@ async def test_revocations_pending_in_a_killed_proxy_are_done_by_another_replica
             await until(lambda: len(script.arrived) == 3, "the first proxy never tried the three revocations")
             first.send_signal(signal.SIGKILL)
             first.wait(10)
-        redis = Redis.from_url(redis_url)
+        records = KeptRecords(backend, url, prefix)
         try:
-            kept = [k async for k in redis.scan_iter(prefix + "upstream-revocation:*")]
-            assert len(kept) == 3  # recorded, sealed: no upstream token in clear
-            sealed = [await redis.get(k) or b"" for k in kept]
+            sealed = await records.sealed()
+            assert len(sealed) == 3  # recorded, sealed: no upstream token in clear
             assert all(t.encode() not in value for value in sealed for t in upstream)
             script.then = None  # the provider is back
             timeout, within = 2.0, 40.0  # (the records' lease: the provider's 2 s timeout + 5 s)
             if second_starts == "after the lease":
-                leases = prefix + "upstream-revocations:all"
                 for _ in range(300):
-                    if not await redis.zrangebyscore(leases, int(time.time() * 1000), "+inf"):
+                    if not await records.leased():
                         break
                     await asyncio.sleep(0.1)
                 timeout, within = 10.0, 5.0  # (its first periodic sweep: 7.5 s after its startup)
-            async with proxy_process(idp_url, redis_url, prefix, timeout):
+            async with proxy_process(idp_url, url, prefix, timeout):
                 what = "the second proxy never took the revocations over"
                 await until(lambda: len(script.arrived) == 6, what, within)
                 for _ in range(100):
-                    if not [k async for k in redis.scan_iter(prefix + "upstream-revocation:*")]:
+                    if not await records.sealed():
                         break
                     await asyncio.sleep(0.1)
-                assert [k async for k in redis.scan_iter(prefix + "upstream-revocation:*")] == []
+                assert await records.sealed() == []
             revoked = [r for r in s["idp_recorded"].responses if r[0] == "/revoke" and r[1] == 200]
             assert len(revoked) == 3
             assert all([await refused_at_idp(idp_url, t) for t in upstream])
         finally:
-            await redis.aclose()
+            await records.aclose()

@@ -1,6 +1,6 @@
 """An OAuth proxy's state (``mcpkit.auth.upstream_state``) in the authorization server's storage: two replicas of the
-proxy (two uvicorn servers, one issuer, one real ``redis-server``) share pending logins and upstream tokens, which
-Redis holds sealed only."""
+proxy (two uvicorn servers, one issuer, one real ``redis-server`` or PostgreSQL) share pending logins and upstream
+tokens, which the storage holds sealed only."""
 
 from __future__ import annotations
 
@@ -15,9 +15,8 @@ from typing import Any
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
-from redis.asyncio import Redis
 
-from mcpkit.auth import AuthorizationServer, JWTVerifier, RedisAuthStorage, protect
+from mcpkit.auth import AuthorizationServer, JWTVerifier, PostgresAuthStorage, RedisAuthStorage, protect
 from mcpkit.auth._util import pkce_pair
 from mcpkit.auth.upstream import UpstreamProvider
 from mcpkit.auth.upstream_login import UpstreamLogin
@@ -32,7 +31,9 @@ from mcpkit.auth.upstream_state import (
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.transports.http import create_app
 from mcpkit.transports.http.streamable_client import StreamableHTTPClientTransport
+from support.auth_storages import StorageMaker, make_auth_storage  # noqa: F401  (the fixture)
 from support.oauth import serve
+from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 from support.upstream_idp import (
     PROXY_CLIENT_ID,
@@ -52,17 +53,17 @@ SECRET = b"the-same-32-bytes-on-every-replica!"
 
 @contextlib.asynccontextmanager
 async def replicas(
-    url: str,
+    make: StorageMaker,
     *,
     idp_gate: Callable[[Any], Any] | None = None,
     login_options: dict[str, Any] | None = None,
 ) -> AsyncIterator[dict[str, Any]]:
-    """The upstream IdP, then two replicas A and B of the proxy (one issuer, one signing key, one Redis prefix), each
-    hosting the protected MCP server at ``/mcp``; the proxy registered at the IdP. ``idp_gate`` wraps the IdP app."""
-    prefix = f"mcpkit-test:{time.time_ns()}:"
+    """The upstream IdP, then two replicas A and B of the proxy (one issuer, one signing key, two storages on one
+    Redis prefix or PostgreSQL table), each hosting the protected MCP server at ``/mcp``; the proxy registered at the
+    IdP. ``idp_gate`` wraps the IdP app."""
     key = ec.generate_private_key(ec.SECP256R1())
-    s: dict[str, Any] = {"recorded": Recorded(), "logins": [], "prefix": prefix}
-    storages: list[RedisAuthStorage] = []
+    storages: list[Any] = []
+    s: dict[str, Any] = {"recorded": Recorded(), "logins": [], "storages": storages}  # (closed by the fixture)
 
     def make_idp(base: str) -> Any:
         s["idp"] = identity_provider(base, lambda: "alice")
@@ -79,7 +80,7 @@ async def replicas(
             scopes=("profile",),
         )
         login = UpstreamLogin(provider, secret=SECRET, **(login_options or {}))
-        storages.append(RedisAuthStorage(url, prefix=prefix))
+        storages.append(make.shared() if storages else make())
         mcp = protect(
             create_app(proxied_server(login, idp_url)),
             resource=issuer + "/mcp",
@@ -92,26 +93,34 @@ async def replicas(
         s["logins"].append(login)
         return server
 
-    try:
-        async with (
-            serve(make_idp) as (idp_url, idp_log),
-            serve(lambda base: replica(base, idp_url)) as (a_url, _),
-            serve(lambda base: replica(a_url, idp_url)) as (b_url, b_log),  # B: the same issuer as A
-        ):
-            await s["idp"].register_client(
-                client_id=PROXY_CLIENT_ID,
-                client_secret=PROXY_CLIENT_SECRET,
-                redirect_uris=[s["logins"][0].callback_url],
-                token_endpoint_auth_method="client_secret_basic",
-            )
-            s.update(idp_url=idp_url, idp_log=idp_log, a_url=a_url, b_url=b_url, b_log=b_log, browser=Browser())
-            try:
-                yield s
-            finally:
-                await s["browser"].aclose()
-    finally:
-        for storage in storages:
-            await storage.aclose()
+    async with (
+        serve(make_idp) as (idp_url, idp_log),
+        serve(lambda base: replica(base, idp_url)) as (a_url, _),
+        serve(lambda base: replica(a_url, idp_url)) as (b_url, b_log),  # B: the same issuer as A
+    ):
+        await s["idp"].register_client(
+            client_id=PROXY_CLIENT_ID,
+            client_secret=PROXY_CLIENT_SECRET,
+            redirect_uris=[s["logins"][0].callback_url],
+            token_endpoint_auth_method="client_secret_basic",
+        )
+        s.update(idp_url=idp_url, idp_log=idp_log, a_url=a_url, b_url=b_url, b_log=b_log, browser=Browser())
+        try:
+            yield s
+        finally:
+            await s["browser"].aclose()
+
+
+async def stored_values(storage: Any) -> tuple[list[str], list[bytes]]:
+    """Every key (kind:key in PostgreSQL) and value a shared storage keeps: what a dump or a replica shows."""
+    if isinstance(storage, RedisAuthStorage):
+        redis = storage.redis
+        keys = [bytes(k).decode() async for k in redis.scan_iter(storage.prefix + "*")]
+        return keys, [bytes(await redis.get(k) or b"") for k in keys if await redis.type(k) == b"string"]
+    assert isinstance(storage, PostgresAuthStorage)
+    async with storage.conn.acquire("test") as db:
+        rows = await db.fetch(f"SELECT kind, key, value FROM {storage.table}")
+    return [f"{r['kind']}:{r['key']}" for r in rows], [bytes(r["value"]) for r in rows]
 
 
 async def sign_in(s: dict[str, Any], callback_on: str) -> str:
@@ -137,33 +146,35 @@ async def whoami(url: str, access_token: str) -> str:
     return str(result.content[0].text)  # type: ignore[union-attr]
 
 
+SHARED = pytest.mark.parametrize("make_auth_storage", ["redis", "postgres"], indirect=True)
+
+
+@SHARED
 async def test_a_login_started_on_one_replica_ends_on_another_and_its_upstream_token_is_read_there(
-    redis_url: str,  # noqa: F811
+    make_auth_storage: StorageMaker,  # noqa: F811
 ) -> None:
     """Pending logins and upstream tokens lived in one process: a callback reaching another replica was refused
     (unknown state), and a tool there found no upstream token. Both go through the server's storage now: the
     consent is answered on replica A, the provider's callback lands on replica B, the code is redeemed there and a
-    tool on B reads the user's upstream token. Redis never holds an upstream token in clear."""
-    async with replicas(redis_url) as s:
+    tool on B reads the user's upstream token. The storage (Redis, PostgreSQL) never holds an upstream token in
+    clear."""
+    async with replicas(make_auth_storage) as s:
         access_token = await sign_in(s, s["b_url"])
         assert s["browser"].consent_pages == 1  # answered on A
         assert any(path.startswith("/upstream/callback") for _, path, _ in s["b_log"].requests)
         assert await whoami(s["b_url"], access_token) == "login-of-alice|alice"
-        # Redis holds the upstream tokens sealed only
+        # the storage holds the upstream tokens sealed only
         bodies = s["recorded"].bodies("/token")
         upstream = [b[k] for b in bodies for k in ("access_token", "refresh_token") if k in b]
         assert upstream
-        redis = Redis.from_url(redis_url)
-        prefix = s["prefix"]
-        keys = [k async for k in redis.scan_iter(prefix + "*")]
-        values = [await redis.get(k) for k in keys if await redis.type(k) == b"string"]
-        assert any(k.startswith((prefix + "upstream-token:").encode()) for k in keys)
-        assert all(t.encode() not in v for t in upstream for v in values if v)
-        await redis.aclose()
+        keys, values = await stored_values(s["storages"][0])
+        assert any(k.startswith(("upstream-token:", "upstream:")) or ":upstream-token:" in k for k in keys), keys
+        assert values and all(t.encode() not in v for t in upstream for v in values)
 
 
+@SHARED
 async def test_two_replicas_refreshing_one_expired_upstream_token_at_once_ask_the_provider_once(
-    redis_url: str,  # noqa: F811
+    make_auth_storage: StorageMaker,  # noqa: F811
 ) -> None:
     """The refresh lock was per process: two replicas with one expired upstream token both refreshed it, and a
     provider that rotates refresh tokens (as mcpkit's own does) refused the second as a reused one, so one of the
@@ -190,7 +201,7 @@ async def test_two_replicas_refreshing_one_expired_upstream_token_at_once_ask_th
         return gated
 
     tokens_asked: list[str] = []
-    async with replicas(redis_url, idp_gate=gate, login_options={"clock": lambda: now[0]}) as s:
+    async with replicas(make_auth_storage, idp_gate=gate, login_options={"clock": lambda: now[0]}) as s:
         s["idp"].access_token_ttl = 60.0
         access_token = await sign_in(s, s["a_url"])
         assert len(tokens_asked) == 1  # the code exchange
@@ -213,22 +224,27 @@ def test_a_sealed_record_opens_only_under_its_key_and_secret() -> None:
     assert sealer.open("k1", sealed[:-1] + bytes([sealed[-1] ^ 1])) is None
 
 
-def test_a_proxy_on_a_shared_storage_needs_its_secret(redis_url: str) -> None:  # noqa: F811
-    """Every replica must open what another sealed: a per-process secret on a shared storage is refused."""
+def test_a_proxy_on_a_shared_storage_needs_its_secret() -> None:
+    """Every replica must open what another sealed: a per-process secret on a shared storage is refused (neither
+    storage connects before its first use)."""
     provider = UpstreamProvider.github("id", "secret")
-    with pytest.raises(ValueError, match="secret"):
-        AuthorizationServer("http://127.0.0.1:1", upstream=UpstreamLogin(provider), storage=RedisAuthStorage(redis_url))
+    for storage in (RedisAuthStorage("redis://127.0.0.1:1/0"), PostgresAuthStorage("postgresql://127.0.0.1:1/db")):
+        with pytest.raises(ValueError, match="secret"):
+            AuthorizationServer("http://127.0.0.1:1", upstream=UpstreamLogin(provider), storage=storage)
 
 
-async def test_a_refresh_lease_left_by_a_replica_that_died_ends_by_itself(redis_url: str) -> None:  # noqa: F811
+@SHARED
+async def test_a_refresh_lease_left_by_a_replica_that_died_ends_by_itself(
+    make_auth_storage: StorageMaker,  # noqa: F811
+) -> None:
     """A replica that took the refresh lease and died never releases it: the lease ends at its expiry, and the
     next call refreshes then (once) instead of waiting for ever."""
     now = [time.time()]
-    async with replicas(redis_url, login_options={"clock": lambda: now[0]}) as s:
+    async with replicas(make_auth_storage, login_options={"clock": lambda: now[0]}) as s:
         s["idp"].access_token_ttl = 60.0
         access_token = await sign_in(s, s["a_url"])
         family = jwt.decode(access_token, options={"verify_signature": False})["grant_id"]
-        storage: RedisAuthStorage = s["logins"][0].server.storage
+        storage = s["logins"][0].server.storage
         assert await storage.acquire_lease(state_key("upstream", family), "a-replica-that-died", 1.5)
         now[0] += 120
         started = time.monotonic()
@@ -237,14 +253,10 @@ async def test_a_refresh_lease_left_by_a_replica_that_died_ends_by_itself(redis_
         assert [p for _, p, _ in s["idp_log"].requests if p == "/token"] == ["/token"] * 2  # code, one refresh
 
 
-@pytest.mark.parametrize("kind", ["memory", "redis"])
 async def test_a_refresh_lease_has_one_owner_until_it_is_released_or_expires(
-    kind: str,
-    redis_url: str,  # noqa: F811
+    make_auth_storage: StorageMaker,  # noqa: F811
 ) -> None:
-    storage: Any = (
-        InMemoryUpstreamState() if kind == "memory" else RedisAuthStorage(redis_url, prefix=f"t{time.time_ns()}:")
-    )
+    storage = make_auth_storage()
     assert await storage.acquire_lease("k", "a", 0.5)
     assert not await storage.acquire_lease("k", "b", 0.5)  # a holds it
     assert await storage.acquire_lease("other", "b", 0.5)  # one lease per key
@@ -254,10 +266,8 @@ async def test_a_refresh_lease_has_one_owner_until_it_is_released_or_expires(
     assert not await storage.acquire_lease("k", "c", 5)
     await storage.release_lease("k", "b")
     assert await storage.acquire_lease("k", "c", 5)
-    if kind == "memory":
+    if make_auth_storage.kind == "memory":
         assert set(storage._leases) == {"k"}  # the expired ones are gone
-    else:
-        await storage.aclose()
 
 
 class StateOnlyStorage(InMemoryUpstreamState):

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     )
     from .dpop import DPoPVerifier, NonceSource
     from .keys import SigningKey
+    from .postgres_storage import PostgresAuthStorage, PostgresReplayCache
     from .redis_storage import RedisAuthStorage, RedisReplayCache
     from .replay import InMemoryReplayCache, ReplayCache
     from .resource import BearerAuthMiddleware, current_access_token, protect, tool_scopes
@@ -70,6 +71,8 @@ _LAZY = {
     "OAuthFlowError": ".client",
     "TokenSet": ".client",
     "TokenStorage": ".client",
+    "PostgresAuthStorage": ".postgres_storage",
+    "PostgresReplayCache": ".postgres_storage",
     "RedisAuthStorage": ".redis_storage",
     "RedisReplayCache": ".redis_storage",
     "BearerAuthMiddleware": ".resource",
@@ -122,6 +125,8 @@ __all__ = [
     "JWTVerifier",
     "OAuthClient",
     "OAuthFlowError",
+    "PostgresAuthStorage",
+    "PostgresReplayCache",
     "RedisAuthStorage",
     "RedisReplayCache",
     "RevocationRetry",

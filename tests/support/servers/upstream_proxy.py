@@ -1,9 +1,10 @@
 """An OAuth proxy in a process of its own, for the tests that kill it: ``AuthorizationServer(upstream=
-UpstreamLogin(...))`` on a ``RedisAuthStorage``, its provider the test IdP at ``argv[1]`` (revocation endpoint
-included, a 2 s ``timeout`` unless ``argv[4]`` names another), its Redis ``argv[2]`` under the prefix
-``argv[3]``. Prints ``{"port": N}`` once it listens.
+UpstreamLogin(...))`` on a ``RedisAuthStorage`` or a ``PostgresAuthStorage`` (whichever ``argv[2]``'s URL names),
+its provider the test IdP at ``argv[1]`` (revocation endpoint included, a 2 s ``timeout`` unless ``argv[4]`` names
+another), its keys or tables under the prefix ``argv[3]``. Prints ``{"port": N}`` once it listens.
 
     python tests/support/servers/upstream_proxy.py http://127.0.0.1:8001 redis://127.0.0.1:6379/0 mcpkit-test:1:
+    python tests/support/servers/upstream_proxy.py http://127.0.0.1:8001 postgresql://u@127.0.0.1:5432/db t1_
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 
 from listening import bind, serve_printing_port
 
-from mcpkit.auth import AuthorizationServer, RedisAuthStorage
+from mcpkit.auth import AuthorizationServer, PostgresAuthStorage, RedisAuthStorage
 from mcpkit.auth.upstream import UpstreamProvider
 from mcpkit.auth.upstream_login import UpstreamLogin
 
@@ -21,7 +22,7 @@ SECRET = b"the-same-32-bytes-on-every-replica!"
 
 
 async def main() -> None:
-    idp_url, redis_url, prefix = sys.argv[1:4]
+    idp_url, url, prefix = sys.argv[1:4]
     sock, base = bind()
     provider = UpstreamProvider(
         authorize_url=idp_url + "/authorize",
@@ -33,7 +34,8 @@ async def main() -> None:
         scopes=("profile",),
         timeout=float(sys.argv[4]) if len(sys.argv) > 4 else 2.0,
     )
-    storage = RedisAuthStorage(redis_url, prefix=prefix)
+    shared = PostgresAuthStorage if url.startswith("postgres") else RedisAuthStorage
+    storage = shared(url, prefix=prefix)
     proxy = AuthorizationServer(
         base, resources=[base + "/mcp"], upstream=UpstreamLogin(provider, secret=SECRET), storage=storage
     )

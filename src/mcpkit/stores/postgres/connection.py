@@ -174,9 +174,11 @@ class PostgresConnection(Breaker):
         names += ["worker_seq", "workers", "inbox", "inbox_w", "tasks", "tasks_o", "task_bytes", "task_bytes_f"]
         #: The qualified name of each table, index and sequence.
         self.tables: dict[str, str] = {name: f"{where}{prefix}{name}" for name in names}
+        self._where: str = where
         self._pool: Any = None
         self._opening: asyncio.Lock | None = None
         self._sweeps: dict[str, float] = {}
+        self._layouts: set[str] = set()  # the layers' own tables made by this connection (see ensure)
         self._closed = False
 
     @property
@@ -230,6 +232,23 @@ class PostgresConnection(Breaker):
                     f"{SCHEMA_VERSION}: upgrade mcpkit, or give this deployment another prefix"
                 )
 
+    def table(self, name: str) -> str:
+        """The qualified name of a table a layer above the stores keeps here (``<schema>.<prefix><name>``)."""
+        return f"{self._where}{self.prefix}{name}"
+
+    async def ensure(self, db: Any, layout: str, statements: list[str]) -> None:
+        """Make a layer's own tables on ``db`` (a connection of this pool) once per connection object: each of
+        ``statements`` is idempotent (``CREATE ... IF NOT EXISTS``), run in one transaction under the advisory lock
+        the store tables are made under, so workers starting together do not race. (The OAuth storage's tables are
+        made this way, only where it is used.)"""
+        if layout in self._layouts:
+            return
+        async with db.transaction():
+            await db.execute("SELECT pg_advisory_xact_lock(hashtext($1))", f"{self.tables['meta']} schema")
+            for statement in statements:
+                await db.execute(statement)
+        self._layouts.add(layout)
+
     @contextlib.asynccontextmanager
     async def acquire(self, what: str) -> AsyncIterator[Any]:
         """A pooled connection (an ``asyncpg.Connection``) under :meth:`guard`."""
@@ -252,6 +271,11 @@ class PostgresConnection(Breaker):
             return False
         self._sweeps[name] = now
         return True
+
+    def sweep_soon(self, name: str) -> None:
+        """Let the next :meth:`sweep_due` of ``name`` be True at once (a sweep that found more than one batch to
+        delete: the writes that come next keep sweeping until it has caught up)."""
+        self._sweeps.pop(name, None)
 
     async def ping(self) -> None:
         """One round trip (raises :class:`StoreUnavailable`)."""

@@ -1,0 +1,124 @@
+"""What is PostgreSQL's own in ``PostgresAuthStorage`` and ``PostgresReplayCache``, against a real PostgreSQL: the
+table holds digests and sealed records only, expired rows are swept in bounded batches that keep pace with the
+writes, and leases follow the database's clock, not a replica's. The contract every storage holds is tested in
+tests/auth/test_storage.py (and the proxy's, in test_upstream_state.py and test_upstream_revocation.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from mcpkit.auth import PostgresAuthStorage, PostgresReplayCache
+from mcpkit.auth.postgres_storage import MAX_SWEEP
+from mcpkit.auth.storage import _Code, _Refresh
+from mcpkit.stores.postgres import PostgresConnection
+from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
+
+
+@pytest.fixture
+async def pg(postgres_url: str) -> AsyncIterator[PostgresConnection]:  # noqa: F811
+    conn = PostgresConnection(postgres_url, prefix=f"t{time.time_ns()}_")
+    try:
+        yield conn
+    finally:
+        await conn.aclose()
+
+
+async def _rows(storage: PostgresAuthStorage, where: str = "true") -> list[Any]:
+    async with storage.conn.acquire("test") as db:
+        return list(await db.fetch(f"SELECT * FROM {storage.table} WHERE {where}"))
+
+
+async def test_codes_and_refresh_tokens_are_kept_under_their_digest_only(pg: PostgresConnection) -> None:
+    """Whoever reads the table (a replica, a dump, a backup) finds no code or refresh token that redeems: each is
+    kept under its SHA-256, and the digest, presented as a token, takes nothing."""
+    storage = PostgresAuthStorage(pg)
+    code, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+    await storage.save_code(code, _Code("c", "https://r", "x" * 43, [], None, "alice", time.time() + 60))
+    await storage.save_refresh(refresh, _Refresh("c", ["s"], None, "alice", time.time() + 60, "fam", "jkt"))
+    rows = await _rows(storage)
+    dump = b" ".join(repr(dict(row)).encode() for row in rows)
+    assert len(rows) == 2 and code.encode() not in dump and refresh.encode() not in dump
+    for row in rows:
+        assert await storage.pop_code(row["key"]) is None and await storage.pop_refresh(row["key"]) is None
+    assert (await storage.pop_code(code)) is not None and (await storage.take_refresh(refresh, "jkt")) is not None
+
+
+async def test_a_code_past_its_expiry_is_never_given_and_expired_rows_are_swept_in_bounded_batches(
+    pg: PostgresConnection,
+) -> None:
+    """A row past its expiry is never read (a code saved with a lifetime already over is not given back), and the
+    sweep deletes at most ``MAX_SWEEP`` expired rows at a time; one that found a full batch lets the next write
+    sweep again at once (a sweep a minute could not keep up with more than ``MAX_SWEEP`` expiries a minute)."""
+    storage = PostgresAuthStorage(pg, sweep_every=3600)
+    code = secrets.token_urlsafe(32)
+    await storage.save_code(code, _Code("c", "https://r", "x", [], None, "alice", time.time() - 1))
+    assert await storage.pop_code(code) is None
+    async with storage.conn.acquire("test") as db:  # (expired rows written in bulk)
+        await db.execute(
+            f"INSERT INTO {storage.table} (kind, key, value, expires_at) SELECT 'spent', 'k' || n, '', "
+            f"clock_timestamp() - interval '1 second' FROM generate_series(1, {MAX_SWEEP + 20}) AS n"
+        )
+    assert await storage.used("k1") is None  # never read past its expiry
+    assert await storage.sweep() == MAX_SWEEP  # a full batch: the next write sweeps again
+    assert len(await _rows(storage, "expires_at <= clock_timestamp()")) == 20
+    await storage.mark_used("live", "fam", time.time() + 60)  # (a write: it sweeps the rest)
+    assert await _rows(storage, "expires_at <= clock_timestamp()") == []
+    assert await storage.used("live") == "fam"
+    await storage.mark_used("other", "fam", time.time() + 60)  # (caught up: no sweep before sweep_every)
+
+
+class _Clock:
+    """A replica's clock ``offset`` seconds off (what ``mcpkit.auth.postgres_storage`` reads as ``time``)."""
+
+    def __init__(self, offset: float) -> None:
+        self.offset = offset
+
+    def time(self) -> float:
+        return time.time() + self.offset
+
+
+async def test_leases_and_revocation_records_follow_the_database_clock_not_a_replicas(
+    pg: PostgresConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two replicas whose clocks differ by a minute agree on a lease: each passes its own clock's ``now`` and
+    ``until``, and the storage keeps only the lifetime they mean, on the database's clock. A replica whose clock is
+    a minute fast does not take over a revocation record another replica leased for 5 s a moment ago (comparing the
+    replicas' own times it would, and both would revoke), nor one a minute slow keep a record leased past its
+    lease."""
+    import mcpkit.auth.postgres_storage as module
+
+    storage = PostgresAuthStorage(pg)
+    fast, slow = _Clock(60), _Clock(-60)
+    monkeypatch.setattr(module, "time", slow)
+    now = slow.time()
+    assert await storage.put_revocation("r", b"sealed", now + 5, now + 600, 10)  # leased for 5 s
+    assert await storage.put_revocation("s", b"sealed", now + 0.01, now + 600, 10)  # for 10 ms
+    monkeypatch.setattr(module, "time", fast)
+    await asyncio.sleep(0.05)
+    now = fast.time()
+    assert await storage.claim_revocations(now, now + 5, 10) == [("s", b"sealed")]
+    monkeypatch.setattr(module, "time", slow)
+    now = slow.time()
+    assert await storage.claim_revocations(now, now + 5, 10) == []
+
+
+async def test_a_replay_cache_remembers_a_key_until_it_expires_on_the_database_clock(pg: PostgresConnection) -> None:
+    """The first use wins across workers; a key whose JWT could no longer be accepted is not kept; a key kept
+    past its expiry is free again (its row replaced, not added)."""
+    first, second = PostgresReplayCache(pg), PostgresReplayCache(pg)
+    now = time.time()
+    assert await first.first_use("jti-1", now, now + 60)
+    assert not await second.first_use("jti-1", now, now + 60)
+    assert await first.first_use("old", now - 120, now - 60)  # expired already: not kept
+    assert await first.first_use("short", now, time.time() + 0.2)
+    await asyncio.sleep(0.3)
+    assert await second.first_use("short", now, time.time() + 60)
+    async with pg.acquire("test") as db:
+        kinds = await db.fetch(f"SELECT key FROM {first.table} WHERE kind = 'jti' ORDER BY key")
+    assert [row["key"] for row in kinds] == ["jti-1", "short"]

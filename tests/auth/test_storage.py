@@ -1,0 +1,140 @@
+"""The contract of the authorization server's storage (``mcpkit.auth.storage``), held by every backend: in memory,
+``RedisAuthStorage`` on a real ``redis-server`` and ``PostgresAuthStorage`` on a real PostgreSQL. A refresh token
+bound to a DPoP key is taken only with that key, a code or refresh token is taken once whoever races for it, and an
+OAuth proxy's pending logins and upstream tokens keep their bounds."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+
+import pytest
+
+from mcpkit.auth.storage import _Code, _Refresh
+from support.auth_storages import StorageMaker, make_auth_storage  # noqa: F401  (the fixture)
+from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
+from support.redis_server import redis_url  # noqa: F401  (the session fixture)
+
+
+async def test_a_refresh_token_bound_to_another_key_is_left_in_place(
+    make_auth_storage: StorageMaker,  # noqa: F811
+) -> None:
+    storage = make_auth_storage()
+    token = secrets.token_urlsafe(32)
+    await storage.save_refresh(token, _Refresh("c", ["s"], None, "alice", time.time() + 60, "fam", "jkt-1"))
+    for wrong in ("jkt-2", None):
+        seen = await storage.take_refresh(token, wrong)
+        assert seen is not None and seen.jkt == "jkt-1"  # shown (to be refused), not taken
+    taken = await storage.take_refresh(token, "jkt-1")
+    assert taken is not None and taken.subject == "alice"
+    assert await storage.take_refresh(token, "jkt-1") is None
+    unbound = secrets.token_urlsafe(32)
+    await storage.save_refresh(unbound, _Refresh("c", ["s"], None, "bob", None, "fam"))
+    assert (await storage.take_refresh(unbound, "any")) is not None and await storage.pop_refresh(unbound) is None
+
+
+async def test_a_refresh_token_read_with_peek_stays_in_place(
+    make_auth_storage: StorageMaker,  # noqa: F811
+) -> None:
+    """The refresh grant refuses a wider scope or another resource from a read that takes nothing: the token is
+    still there to take afterwards."""
+    storage = make_auth_storage()
+    token = secrets.token_urlsafe(32)
+    await storage.save_refresh(token, _Refresh("c", ["s"], "https://a/mcp", "alice", time.time() + 60, "fam"))
+    for _ in range(2):
+        seen = await storage.peek_refresh(token)
+        assert seen is not None and seen.subject == "alice" and seen.resource == "https://a/mcp"
+    assert await storage.peek_refresh(secrets.token_urlsafe(32)) is None
+    assert (await storage.take_refresh(token, None)) is not None and await storage.peek_refresh(token) is None
+
+
+async def test_two_replicas_taking_one_code_or_refresh_token_at_once_take_it_once(
+    make_auth_storage: StorageMaker,  # noqa: F811
+) -> None:
+    """Rotation and single use across replicas: two replicas (two storages on one backend) race for each of 20
+    codes and 20 refresh tokens (bound and unbound), each asking several times at once: exactly one take of each
+    gets the record, every other gets nothing (a second winner would be a code redeemed twice, a refresh token
+    rotated into two families)."""
+    first = make_auth_storage()
+    second = make_auth_storage.shared()
+    later = time.time() + 60
+    codes = [secrets.token_urlsafe(32) for _ in range(20)]
+    refresh = [secrets.token_urlsafe(32) for _ in range(20)]
+    for code in codes:
+        await first.save_code(code, _Code("c", "https://r", "x", ["s"], None, "alice", later))
+    for i, token in enumerate(refresh):
+        await first.save_refresh(token, _Refresh("c", ["s"], None, "alice", later, "fam", "jkt" if i % 2 else None))
+    code_takes = [s.pop_code(code) for code in codes for s in (first, second, first, second)]
+    refresh_takes = [
+        take
+        for i, token in enumerate(refresh)
+        for s in (first, second, first, second)
+        for take in (s.take_refresh(token, "jkt" if i % 2 else None), s.pop_refresh(token) if i % 2 == 0 else None)
+        if take is not None
+    ]
+    got = await asyncio.gather(*code_takes, *refresh_takes)
+    code_wins = [sum(1 for r in got[i * 4 : i * 4 + 4] if r is not None) for i in range(len(codes))]
+    assert code_wins == [1] * len(codes)
+    rest = got[len(code_takes) :]
+    assert sum(1 for r in rest if r is not None) == len(refresh)
+    for token in refresh:
+        assert await first.peek_refresh(token) is None
+
+
+async def test_an_oauth_proxys_pending_logins_and_upstream_tokens_keep_their_bounds(
+    make_auth_storage: StorageMaker,  # noqa: F811
+) -> None:
+    """The bounds of ``UpstreamLogin`` hold whatever keeps its state: at most ``max_pending`` live pending records
+    (an expired one makes room), each taken once; at most ``max_tokens`` users' upstream tokens, the least recently
+    used going first, each forgotten at its expiry."""
+    storage = make_auth_storage()
+    now = time.time()
+    assert await storage.put_pending("a", b"A", now + 60, now, 2)
+    assert await storage.put_pending("b", b"B", now + 1, now, 2)
+    assert not await storage.put_pending("c", b"C", now + 60, now, 2)  # full
+    assert await storage.put_pending("a", b"A2", now + 60, now, 2)  # the same one again: not one more
+    assert await storage.peek_pending("a", time.time()) == b"A2"
+    assert await storage.take_pending("a", time.time()) == b"A2" and await storage.take_pending("a", now) is None
+    await asyncio.sleep(1.3)  # b expired: room for two again
+    now = time.time()
+    assert await storage.peek_pending("b", now) is None
+    assert await storage.put_pending("c", b"C", now + 60, now, 2)
+    assert await storage.put_pending("d", b"D", now + 60, now, 2)
+    for user in ("u1", "u2"):
+        await storage.put_upstream(user, user.encode(), now + 60, now, 2)
+        await asyncio.sleep(0.01)  # (a storage orders uses by its clock: two uses never tie)
+    assert await storage.get_upstream("u1", now) == b"u1"  # u1 used last: u2 goes first
+    await storage.put_upstream("u3", b"u3", now + 60, now, 2)
+    assert await storage.get_upstream("u2", now) is None
+    assert await storage.get_upstream("u1", now) == b"u1" and await storage.get_upstream("u3", now) == b"u3"
+    await storage.put_upstream("u4", b"u4", now + 0.5, now, 2)
+    await asyncio.sleep(1.0)
+    assert await storage.get_upstream("u4", time.time()) is None  # expired
+    await storage.drop_upstream("u1")
+    assert await storage.get_upstream("u1", time.time()) is None
+
+
+@pytest.mark.parametrize("make_auth_storage", ["redis", "postgres"], indirect=True)
+async def test_refresh_tokens_without_an_expiry_are_bounded_in_count(
+    make_auth_storage: StorageMaker,  # noqa: F811
+) -> None:
+    """``refresh_token_ttl=None`` gave refresh tokens no TTL in Redis: every abandoned one stayed forever (the
+    in-memory storage keeps at most 100,000). At most ``max_refresh_tokens`` unexpiring ones are kept now, the
+    least recently issued going first; tokens with a lifetime expire by themselves and are not counted."""
+    storage = make_auth_storage(max_refresh_tokens=3)
+    tokens = [secrets.token_urlsafe(32) for _ in range(6)]
+    for i, token in enumerate(tokens):
+        await storage.save_refresh(token, _Refresh("c", ["s"], None, f"u{i}", None, "fam"))
+    expiring = secrets.token_urlsafe(32)
+    await storage.save_refresh(expiring, _Refresh("c", ["s"], None, "e", time.time() + 60, "fam"))
+    assert [t for t in tokens if await storage.peek_refresh(t) is not None] == tokens[3:]
+    # a token taken (rotated) leaves the count: the next one saved evicts nothing
+    assert (await storage.pop_refresh(tokens[3])) is not None
+    newest = secrets.token_urlsafe(32)
+    await storage.save_refresh(newest, _Refresh("c", ["s"], None, "n", None, "fam"))
+    alive = [t for t in [*tokens, newest] if await storage.pop_refresh(t) is not None]
+    assert alive == [tokens[4], tokens[5], newest]
+    assert await storage.pop_refresh(expiring) is not None
+    with pytest.raises(ValueError, match="max_refresh_tokens"):
+        make_auth_storage(max_refresh_tokens=0)
