@@ -156,7 +156,7 @@ class DPoPVerifier:
             minutes); a seen ``jti`` is remembered this long after its ``iat``.
         nonce: require server-provided nonces: True (a fresh :class:`NonceSource`) or a shared one.
         replay_cache: where seen proofs are remembered (default: in memory, 100,000 entries); give every worker the
-            same shared cache (``RedisReplayCache``) or replays to another worker go unseen.
+            same shared cache (``RedisReplayCache``, ``PostgresReplayCache``) or replays to another worker go unseen.
         max_proof_size: the largest ``DPoP`` header read, in bytes (default 8 KiB).
     """
 

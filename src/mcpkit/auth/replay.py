@@ -3,7 +3,8 @@
 
 A :class:`ReplayCache` answers "first time?" for a key (the verifier derives it from the JWT's ``jti`` and key),
 remembering it until the JWT could no longer be accepted anyway. :class:`InMemoryReplayCache` is bounded in count
-and in time; :class:`~mcpkit.auth.redis_storage.RedisReplayCache` shares one cache between workers.
+and in time; :class:`~mcpkit.auth.redis_storage.RedisReplayCache` and
+:class:`~mcpkit.auth.postgres_storage.PostgresReplayCache` share one cache between workers.
 """
 
 from __future__ import annotations

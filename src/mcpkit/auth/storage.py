@@ -1,6 +1,7 @@
 """What the authorization server (:mod:`mcpkit.auth.server`) keeps and where: registered clients
 (:class:`ClientRecord`), pending authorization requests, codes and refresh tokens, the :class:`AuthStorage`
-protocol a backend implements (:class:`~mcpkit.auth.redis_storage.RedisAuthStorage` for several workers) and the
+protocol a backend implements (:class:`~mcpkit.auth.redis_storage.RedisAuthStorage` or
+:class:`~mcpkit.auth.postgres_storage.PostgresAuthStorage` for several workers) and the
 bounded in-memory default. Re-exported by :mod:`mcpkit.auth.server`, their public import path.
 """
 

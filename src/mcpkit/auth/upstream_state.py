@@ -1,8 +1,9 @@
 """Where an OAuth proxy (:mod:`mcpkit.auth.upstream_login`) keeps its state: the pending consents and logins, and
 the upstream tokens of its users. Both go into the authorization server's storage when it implements
-:class:`UpstreamStateStorage` (:class:`~mcpkit.auth.storage.InMemoryAuthStorage` and
-:class:`~mcpkit.auth.redis_storage.RedisAuthStorage` do), so with Redis a login started on one replica may end on
-another and a tool on any replica reads the user's upstream token.
+:class:`UpstreamStateStorage` (:class:`~mcpkit.auth.storage.InMemoryAuthStorage`,
+:class:`~mcpkit.auth.redis_storage.RedisAuthStorage` and :class:`~mcpkit.auth.postgres_storage.PostgresAuthStorage`
+do), so with Redis or PostgreSQL a login started on one replica may end on another and a tool on any replica reads
+the user's upstream token.
 
 Every record is sealed before it is stored (:class:`Sealer`: AES-256-GCM under a key derived from
 ``UpstreamLogin(secret=)``, the record's storage key as associated data): a storage, a dump or ``SCAN`` holds no
@@ -99,9 +100,10 @@ class UpstreamStateStorage(Protocol):
 @runtime_checkable
 class RefreshLeaseStorage(Protocol):
     """A storage whose leases make the refresh of one sign-in's expired upstream tokens single-flight across every
-    replica sharing it (:class:`InMemoryUpstreamState` and :class:`~mcpkit.auth.redis_storage.RedisAuthStorage`
-    are). An :class:`UpstreamStateStorage` without it still works: the refresh is then one at a time per
-    process only, and two replicas may both refresh (a warning at startup says so)."""
+    replica sharing it (:class:`InMemoryUpstreamState`, :class:`~mcpkit.auth.redis_storage.RedisAuthStorage` and
+    :class:`~mcpkit.auth.postgres_storage.PostgresAuthStorage` are). An :class:`UpstreamStateStorage` without it
+    still works: the refresh is then one at a time per process only, and two replicas may both refresh (a warning at
+    startup says so)."""
 
     async def acquire_lease(self, key: str, owner: str, ttl: float) -> bool:
         """Take the lease ``key`` for ``owner`` for ``ttl`` seconds (real time) unless another owner holds a live
@@ -118,8 +120,9 @@ class RevocationRecordStorage(Protocol):
     """A storage keeping the revocations at the upstream provider that are not done yet (sealed records, by
     digest), so that none is lost when the replica trying it dies: each record is leased by the replica trying it
     (until ``until``, real time, renewed while it lives); a record whose lease ended is taken over by another.
-    :class:`InMemoryUpstreamState` and :class:`~mcpkit.auth.redis_storage.RedisAuthStorage` are (in memory, a
-    record is only as durable as the process)."""
+    :class:`InMemoryUpstreamState`, :class:`~mcpkit.auth.redis_storage.RedisAuthStorage` and
+    :class:`~mcpkit.auth.postgres_storage.PostgresAuthStorage` are (in memory, a record is only as durable as the
+    process)."""
 
     async def put_revocation(self, key: str, sealed: bytes, until: float, expires_at: float, max_records: int) -> bool:
         """Record a pending revocation, leased until ``until``, forgotten at ``expires_at`` (real time) whatever
