@@ -26,7 +26,9 @@ from mcpkit import MCPKit
 from mcpkit.client.client import Client, SessionExpired
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.protocol.errors import MCPError, RequestTimeout
+from mcpkit.server.interceptors import Call, CallNext
 from mcpkit.server.lowlevel import Server
+from mcpkit.server.session import ServerSession
 from mcpkit.stores import InMemoryEventStore
 from mcpkit.transports.http import SessionExpired as TransportSessionExpired
 from mcpkit.transports.http import StreamableHTTPClientTransport, client_support
@@ -581,11 +583,11 @@ GET_DELAY_MS = 1000  # how long that server holds every GET before its SDK sees 
 
 
 @contextlib.contextmanager
-def standalone_server(node_bin: Path, get_delay_ms: int) -> Any:
+def standalone_server(node_bin: Path, get_delay_ms: int, *args: str) -> Any:
     """The TypeScript SDK server of ``ts_standalone_server.mjs`` (its ``ask`` elicits on the standalone GET stream,
-    dropped while none is open), holding every GET ``get_delay_ms``; yields its URL."""
+    dropped while none is open), holding every GET ``get_delay_ms``, with its further ``args``; yields its URL."""
     proc = subprocess.Popen(
-        [str(node_bin), str(TS_STANDALONE), "--port", "0", "--get-delay-ms", str(get_delay_ms)],
+        [str(node_bin), str(TS_STANDALONE), "--port", "0", "--get-delay-ms", str(get_delay_ms), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -622,6 +624,74 @@ async def test_a_call_right_after_connecting_gets_the_request_the_server_sends_o
             result = await cs.call_tool("ask", {}, timeout=10)
     assert asked == ["Your name?"]
     assert result.content[0].text == 'accepted: {"name":"Ada"}'  # type: ignore[union-attr]
+
+
+@pytest.mark.npm
+@pytest.mark.parametrize(
+    ("fast", "get_delay_ms"),
+    [(True, GET_DELAY_MS), (False, GET_DELAY_MS), (True, 0)],
+    ids=["lite-engine-held-get", "httpx-engine-held-get", "lite-engine-prompt-get"],
+)
+async def test_the_request_a_server_sends_when_the_session_is_initialized_reaches_the_client(
+    node_bin: Path, fast: bool, get_delay_ms: int
+) -> None:
+    """The official TypeScript SDK server of ``ts_standalone_server.mjs`` asks for the client's roots the moment
+    ``notifications/initialized`` arrives (``oninitialized``): that ``roots/list`` is tied to no client request, so
+    the SDK writes it on the standalone GET stream, and drops it when none is open. The client opened that stream
+    only after posting ``notifications/initialized``: the request was lost (every run, the GET held or not: 8 of 8
+    without holding it, on a loaded machine). Now the client opens the stream, and waits for its status line,
+    before it posts ``notifications/initialized``."""
+    with standalone_server(node_bin, get_delay_ms) as url:
+        transport = StreamableHTTPClientTransport(url, fast_path=fast)
+        async with transport, ClientSession(transport, mode="handshake", roots=["file:///work"]) as cs:
+            result = await cs.call_tool("initial_roots", {}, timeout=10)
+    assert result.content[0].text == 'answered: ["file:///work"]'  # type: ignore[union-attr]
+
+
+@pytest.mark.npm
+async def test_a_server_refusing_the_get_before_initialized_gets_it_again_after(node_bin: Path) -> None:
+    """The client opens the standalone GET before it posts ``notifications/initialized``; a server stricter than
+    the spec that refuses such a GET (``--strict-get``: 400) gets it once more after, and its requests on that
+    stream reach the client (the elicitation of ``ask``)."""
+
+    def on_elicit(params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    with standalone_server(node_bin, 0, "--strict-get") as url:
+        transport = StreamableHTTPClientTransport(url)
+        async with transport, ClientSession(transport, mode="handshake", elicitation_handler=on_elicit) as cs:
+            result = await cs.call_tool("ask", {}, timeout=10)
+    assert result.content[0].text == 'accepted: {"name":"Ada"}'  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["lite-engine", "httpx-engine"])
+async def test_the_request_an_mcpkit_server_sends_when_the_session_is_initialized_reaches_the_client(
+    fast: bool,
+) -> None:
+    """mcpkit's own server sends a request tied to no client request on the session's GET stream, and fails it
+    when no such stream was opened: an interceptor that asks for the roots as ``notifications/initialized`` arrives
+    got "no standalone GET stream is open" while the client opened that stream after the notification. It is
+    open before now."""
+    asked: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    tasks: list[asyncio.Task[Any]] = []
+
+    async def roots_on_initialized(call: Call, call_next: CallNext) -> Any:
+        result = await call_next(call)
+        session = call.session
+        if isinstance(session, ServerSession):
+            task = asyncio.ensure_future(session.request("roots/list", timeout=5))
+            task.add_done_callback(lambda t: asked.set_result(t.exception() or t.result()))
+            tasks.append(task)
+        return result
+
+    server = make_server()
+    server.add_interceptor(roots_on_initialized, methods="notifications/initialized", notifications=True)
+    async with running(server) as (base, _):
+        transport = StreamableHTTPClientTransport(base + "/mcp", fast_path=fast)
+        async with transport, ClientSession(transport, mode="handshake", roots=["file:///work"]) as cs:
+            got = await asyncio.wait_for(asked, 10)
+            assert (await cs.list_tools()).tools
+    assert isinstance(got, dict) and [r["uri"] for r in got["roots"]] == ["file:///work"], got
 
 
 @pytest.mark.npm

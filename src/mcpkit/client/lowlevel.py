@@ -305,7 +305,8 @@ class ClientSession(RequestAnswering):
         await negotiate(self)
         if isinstance(self.conn, BaseConnection) and self.protocol_version is not None:
             self.conn.set_protocol_version(self.protocol_version)
-            await self.conn.wait_ready()  # (bounded by the connect's own timeout too)
+            # (bounded by the connect's own timeout too; waits again for a GET sent once more after initialized)
+            await self.conn.wait_ready()
 
     async def _discover(self, version: str, timeout: float | None) -> JSONDict:
         return await self.peer.request("server/discover", {"_meta": self._modern_meta(version)}, timeout=timeout)
@@ -342,6 +343,11 @@ class ClientSession(RequestAnswering):
         self.server_capabilities = result.capabilities
         self.server_info = result.server_info.dump()
         self.instructions = result.instructions
+        if isinstance(self.conn, BaseConnection):
+            # Streamable HTTP: the standalone GET opens, and is answered, before the server learns the session is
+            # ready: a server may send its own request then, on that stream only (see BaseConnection.wait_ready)
+            self.conn.set_protocol_version(result.protocol_version)
+            await self.conn.wait_ready()
         await self.peer.notify("notifications/initialized")
 
     def _modern_meta(self, version: str) -> JSONDict:

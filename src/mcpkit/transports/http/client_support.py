@@ -347,11 +347,25 @@ class ModernHeaders:
 
 class StandaloneStream:
     """The standalone GET stream of a handshake session (server-initiated messages, given to ``deliver``): opened
-    again with ``Last-Event-ID`` when it breaks (backing off: ``backoff``, at most ``max_reconnects`` times in a
-    row) while ``headers(accept)`` gives the headers of a GET (None once the session ended). ``wait_open`` waits
-    until the server answered its first GET."""
+    by :meth:`start` once the session's version is known, before ``notifications/initialized`` (a server may send a
+    request the moment that notification arrives, on this stream only); opened again with ``Last-Event-ID`` when it
+    breaks (backing off: ``backoff``, at most ``max_reconnects`` times in a row) while ``headers(accept)`` gives the
+    headers of a GET (None once the session ended). A server that refuses the GET sent before the session is
+    initialized (a status other than 405, "no stream here") gets it once more after (:meth:`session_initialized`).
+    ``wait_open`` waits until the server answered the GET the session relies on."""
 
-    __slots__ = ("answered", "backoff", "deliver", "engine", "headers", "max_reconnects")
+    __slots__ = (
+        "answered",
+        "backoff",
+        "deadline",
+        "deliver",
+        "engine",
+        "headers",
+        "initialized",
+        "max_reconnects",
+        "refused",
+        "task",
+    )
 
     def __init__(
         self,
@@ -366,18 +380,38 @@ class StandaloneStream:
         self.max_reconnects: int = max_reconnects
         self.headers: Callable[[str], dict[str, str] | None] = headers
         self.deliver: Callable[[bytes], Awaitable[None]] = deliver
-        self.answered: asyncio.Event = asyncio.Event()  # the first GET was answered (any status) or failed
+        self.answered: asyncio.Event = asyncio.Event()  # the GET was answered (any status) or failed, or ended
+        self.initialized: asyncio.Event = asyncio.Event()  # notifications/initialized was posted
+        self.refused = False  # the server refused the GET sent before notifications/initialized; sent again after
+        self.deadline: float | None = None  # (loop time) the end of the session's wait for the GET's answer
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Open the stream in the background (once)."""
+        if self.task is None:
+            self.task = asyncio.get_running_loop().create_task(self.run())
+
+    def session_initialized(self) -> None:
+        """``notifications/initialized`` was posted: a GET the server refused before is sent again, and
+        :meth:`wait_open` waits for that one's answer."""
+        self.initialized.set()
+        if self.refused:
+            self.refused = False
+            self.answered.clear()
 
     async def wait_open(self) -> None:
-        """Until the server answered the first GET (with any status: a 405 too), that GET failed, or the stream
-        ended; at most ``GET_OPEN_WAIT`` seconds. A server may send its own requests on this stream only and drop
-        them while it is not open (the official TypeScript SDK does, for a request not tied to the client's): so
-        the session waits for it before a message that may lead the server to one (a ``tools/call`` that
-        elicits)."""
-        if self.answered.is_set():
+        """Until the server answered the GET (with any status: a 405 too), that GET failed, or the stream ended; at
+        most ``GET_OPEN_WAIT`` seconds from the first wait (the waits before and after ``notifications/initialized``
+        share them). A server may send its own requests on this stream only and drop them while it is not open (the
+        official TypeScript SDK does, for a request not tied to the client's, and may send one when the session is
+        initialized): so the session waits for it before a message that may lead the server to one."""
+        if self.task is None or self.answered.is_set():
             return
+        loop = asyncio.get_running_loop()
+        if self.deadline is None:
+            self.deadline = loop.time() + GET_OPEN_WAIT
         try:
-            await asyncio.wait_for(self.answered.wait(), GET_OPEN_WAIT)
+            await asyncio.wait_for(self.answered.wait(), max(0.0, self.deadline - loop.time()))
         except TimeoutError:
             if not self.answered.is_set():
                 self.answered.set()  # (warned once: the other waiters wake now)
@@ -402,6 +436,7 @@ class StandaloneStream:
             if decoder.last_event_id:
                 headers["last-event-id"] = decoder.last_event_id
             opened = time.monotonic()
+            early = not self.initialized.is_set()
             try:
                 resp = await self.engine.open("GET", headers)
             except IO_ERRORS:
@@ -413,7 +448,15 @@ class StandaloneStream:
                 continue
             self.answered.set()
             if resp.status_code != 200:
+                # sent before notifications/initialized and refused (405 is "no stream", the statuses below are
+                # retried anyway): a server that wants the session initialized first gets the GET again after (set
+                # before the next await, during which session_initialized may run)
+                again = early and resp.status_code not in (405, 409, 502, 503, 504)
+                self.refused = again and not self.initialized.is_set()
                 await resp.aclose()
+                if again:
+                    await self.initialized.wait()
+                    continue
                 if resp.status_code == 400 and decoder.last_event_id:
                     decoder.last_event_id = ""  # the server cannot replay: start over without resumption
                     continue

@@ -11,9 +11,11 @@ Headers: ``Mcp-Session-Id`` echoed after ``initialize``; ``MCP-Protocol-Version`
 and on every modern request from its ``_meta``; ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` for modern
 requests, the last mirrored from ``x-mcp-header`` annotations learnt from ``tools/list`` results (tools with
 invalid annotations are dropped from those results, as the spec requires). Handshake sessions open the standalone
-GET stream after negotiation (405 is fine), and ``ClientSession`` waits (``wait_ready``) until the server answered
-that GET before it sends anything else (at most ``client_support.GET_OPEN_WAIT``): a server may send its requests
-there only, dropping them while it is not open. They send DELETE on close.
+GET stream once ``initialize`` is answered, and ``ClientSession`` waits (``wait_ready``) until the server answered
+that GET before it posts ``notifications/initialized`` (at most ``client_support.GET_OPEN_WAIT``; 405 is fine; a
+server that refuses a GET before the session is initialized gets it again after, waited for within the same
+bound): a server may send its requests there only, dropping them while it is not open, and may send one as soon as
+the session is initialized. They send DELETE on close.
 
 Two HTTP engines, one response handling: httpx for everything in general (TLS, auth flows, proxies, a caller's
 own client), and :mod:`.lite`, a lean keep-alive pool whose HTTP/1.1 framing httptools (llhttp) parses, for the
@@ -149,8 +151,7 @@ class StreamableHTTPClientTransport(BaseConnection):
         self._version_header = False
         self._inbox: asyncio.Queue[bytes | None] = asyncio.Queue(inbox_size)
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._get_task: asyncio.Task[None] | None = None
-        self._get: StandaloneStream | None = None
+        self._get = StandaloneStream(self.engine, self.backoff, max_reconnects, self._live_headers, self._deliver)
         self.modern_headers: ModernHeaders = ModernHeaders()
         self._init_id: Any = None
         self._exchanges: dict[Any, Exchange] = {}
@@ -176,19 +177,18 @@ class StreamableHTTPClientTransport(BaseConnection):
         self._fail_request = fail
 
     def set_protocol_version(self, version: str) -> None:
-        """Called by ClientSession after negotiation: from now on send ``MCP-Protocol-Version`` (2025-06-18+)."""
+        """Called by ClientSession once the version is known (a handshake session: before it posts
+        ``notifications/initialized``): from now on send ``MCP-Protocol-Version`` (2025-06-18+); a handshake
+        session opens its standalone GET stream."""
         self.protocol_version = version
         feats = versions.features(version)
         self._version_header = feats.protocol_version_header
-        if not feats.modern and self.session_id is not None and self.get_stream and self._get_task is None:
-            get = StandaloneStream(self.engine, self.backoff, self.max_reconnects, self._live_headers, self._deliver)
-            self._get_task = asyncio.get_running_loop().create_task(get.run())
-            self._get = get
+        if not feats.modern and self.session_id is not None and self.get_stream:
+            self._get.start()
 
     async def wait_ready(self) -> None:
         """Until the server answered the standalone GET of a handshake session (at most ``GET_OPEN_WAIT``)."""
-        if self._get is not None:
-            await self._get.wait_open()
+        await self._get.wait_open()
 
     async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
         if self._closed:
@@ -213,6 +213,8 @@ class StreamableHTTPClientTransport(BaseConnection):
                 return  # 2026-07-28: closing the request's stream is the cancellation; nothing to POST
         if rid is None:
             await self._post(data, headers, None, method, self.session_id)
+            if method == "notifications/initialized":
+                self._get.session_initialized()
             return
         # A request: its answer may take long (a silent handler, an SSE stream). Wait for it only briefly, so
         # transport failures (404 for our session, modern errors for era detection) still raise here, and let
@@ -347,8 +349,8 @@ class StreamableHTTPClientTransport(BaseConnection):
         self._closed = True
         tasks = [t for t in self._tasks if not t.done()]
         tasks += [e.task for e in self._exchanges.values() if not e.task.done()]
-        if self._get_task is not None:
-            tasks.append(self._get_task)
+        if self._get.task is not None:
+            tasks.append(self._get.task)
         for t in tasks:
             t.cancel()
         for t in tasks:
