@@ -179,7 +179,9 @@ class HostedServer(FanoutTarget, Protocol):
 
     def tool_param_headers(self, name: str) -> Mapping[str, Sequence[str]] | None:
         """Tool ``name``'s ``Mcp-Param-*`` headers (``x-mcp-header`` annotations: header name -> argument path);
-        None when it has none or is unknown (``Server``: None; ``MCPKit``: from the tool's input schema)."""
+        None when it has none or is unknown (``Server``: None; ``MCPKit``: from the tool's input schema). The
+        Streamable HTTP endpoint remembers the answer for a name until ``handlers_version`` changes: a server whose
+        answer changes counts that there (``MCPKit`` does when its tools change)."""
         ...
 
     def component_names(self) -> list[str]:

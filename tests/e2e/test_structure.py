@@ -542,7 +542,7 @@ def test_no_class_in_transports_over_400_lines() -> None:
 
 
 def test_the_http_endpoint_is_composed_of_parts() -> None:
-    """The Streamable HTTP endpoint inherits from nothing: its parts are objects it holds (the 2026-07-28 checks,
+    """The Streamable HTTP endpoint inherits from nothing: its parts are objects it holds (the 2026-07-28 routes,
     the session table, the SSE side handed to every stream, the answering, the handshake era's routes), and a
     stream reaches the SSE side it was given, never the endpoint."""
     from mcpkit import MCPKit
@@ -550,7 +550,7 @@ def test_the_http_endpoint_is_composed_of_parts() -> None:
 
     assert streamable.StreamableHTTPEndpoint.__bases__ == (object,)
     ep = create_app(MCPKit("parts")).streamable
-    assert isinstance(ep.modern, modern.ModernValidator)
+    assert isinstance(ep.modern, modern.ModernRoutes)
     assert isinstance(ep.sessions, sessions.SessionManager)
     assert isinstance(ep.sse, stream.SSEPump)
     assert isinstance(ep.answers, answer.Answerer)

@@ -220,6 +220,8 @@ class AppServing(Server):
     def _changed(self, kind: str) -> None:
         """Coalesce list changes made in one loop iteration into one notification per list. Safe to call from
         a sync tool (worker thread): the change is handed to the serving loop."""
+        if kind == "tools":
+            self.handlers_version += 1  # (tool_param_headers' answers changed: the HTTP endpoint caches them by it)
         names = ("resources", "resource_templates") if kind == "resources" else (kind,)
         for name in names:
             snapshot = self._snapshots.get(name)

@@ -192,3 +192,74 @@ async def test_the_typescript_client_calls_a_header_tool_found_by_search_by_its_
     assert [t["name"] for t in listed["tools"]] == ["find", "run", "where"]
     assert through["content"][0]["text"] == "ran '0' in eu"
     assert direct["content"][0]["text"] == "ran '1' in eu"
+
+
+async def test_a_tool_replaced_while_serving_is_checked_against_its_new_headers() -> None:
+    """The endpoint remembers a tool's ``Mcp-Param-*`` headers with the header values it found good; a tool added,
+    replaced or removed while it serves (here, or in an app mounted into the one served) is read afresh."""
+    app = MCPKit("changing")
+
+    @app.tool
+    def where(region: str) -> str:
+        """Run in a region."""
+        return f"ran in {region}"
+
+    parent = MCPKit("parent")
+    parent.mount(app, prefix="c")
+    async with serve_http(app) as url, serve_http(parent) as parent_url, httpx.AsyncClient(timeout=30) as http:
+
+        async def post(at: str, name: str, **params: str) -> tuple[int, Any]:
+            body = modern_body("tools/call", {"name": name, "arguments": {"region": "eu"}})
+            r = await http.post(at, json=body, headers=modern_headers("tools/call", name, **params))
+            return r.status_code, orjson.loads(r.content)
+
+        for _ in range(2):  # (the second call takes the quick test)
+            assert (await post(url, "where"))[0] == 200
+            assert (await post(parent_url, "c_where"))[0] == 200
+
+        def regional(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+            """Run in a region."""
+            return f"ran in {region} (regional)"
+
+        app.add_tool(regional, name="where", replace=True)
+        for at, name in ((url, "where"), (parent_url, "c_where")):
+            status, answer = await post(at, name)
+            assert status == 400 and "Mcp-Param-region header is required" in answer["error"]["message"], answer
+            status, answer = await post(at, name, **{"Mcp-Param-Region": "eu"})
+            assert status == 200 and answer["result"]["content"][0]["text"] == "ran in eu (regional)"
+        app.remove_tool("where")
+        status, answer = await post(url, "where")  # (no such tool now: nothing to require)
+        assert status == 200 and ("error" in answer or answer["result"]["isError"]), answer
+
+
+async def test_the_quick_tests_table_keeps_no_long_header_values() -> None:
+    """The header values the 2026-07-28 checks remember (to pass the next request with the same ones in one test)
+    are bounded in bytes, not only in number: requests naming 600 different long tools leave nothing remembered,
+    and each is still answered as before (its headers checked step by step)."""
+    from mcpkit.transports.http import create_app
+    from mcpkit.transports.http.modern import MAX_KNOWN, MAX_KNOWN_BYTES
+    from support.asgi import serve_asgi
+
+    app = MCPKit("long")
+
+    @app.tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    served = create_app(app)
+    async with serve_asgi(served) as port, httpx.AsyncClient(timeout=30) as http:
+        url = f"http://127.0.0.1:{port}/mcp"
+        statuses = set()
+        for i in range(600):
+            name = f"{i:04d}" + "n" * 3000
+            body = modern_body("tools/call", {"name": name, "arguments": {}})
+            r = await http.post(url, json=body, headers=modern_headers("tools/call", name))
+            statuses.add((r.status_code, "result" in r.json() or r.json()["error"]["code"]))
+        body = modern_body("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+        r = await http.post(url, json=body, headers=modern_headers("tools/call", "echo"))
+        assert r.status_code == 200 and r.json()["result"]["content"][0]["text"] == "hi"
+    assert len(statuses) == 1
+    known = served.streamable.modern._known  # (the table measured)
+    held = sum(len(v or b"") for key in known for v in key)
+    assert held <= MAX_KNOWN_BYTES and len(known) == 1 <= MAX_KNOWN  # (echo's values only)

@@ -1,23 +1,24 @@
-"""Streamable HTTP server, the 2026-07-28 checks: a request's ``Mcp-*`` headers against its body.
+"""Streamable HTTP server, the 2026-07-28 requests: their ``Mcp-*`` headers checked against the body, then run.
 
-:class:`ModernValidator` (the endpoint holds one) checks the ``MCP-Protocol-Version``, ``Mcp-Method`` and
+:class:`ModernRoutes` (the endpoint holds one) checks the ``MCP-Protocol-Version``, ``Mcp-Method`` and
 ``Mcp-Name`` headers against the body, the tool's ``Mcp-Param-*`` headers against its arguments, and reads the
 request's ``_meta`` (``server.modern_context``). The rules are written once, in the step-by-step diagnosis
-(:meth:`ModernValidator.diagnose`), and the first problem it finds is the one answered; the usual request passes
+(:meth:`ModernRoutes.diagnose`), and the first problem it finds is the one answered; the usual request passes
 one quick test instead, a lookup of header values the diagnosis found good before (bounded tables: a memo of its
-verdicts, deciding nothing of its own). :meth:`ModernValidator.validate` returns the request's context or its
-:class:`Refused` (the HTTP status and the JSON-RPC error). It also refuses a batch that 2026-07-28 does not allow,
-or that is longer than ``max_batch_size`` (:meth:`ModernValidator.refuse_batch`).
+verdicts, deciding nothing of its own). :meth:`ModernRoutes.post` answers a refused request with its
+:class:`Refused` (the HTTP status and the JSON-RPC error) and runs the others statelessly (``dispatch_modern``).
+It also refuses a batch that 2026-07-28 does not allow, or that is longer than ``max_batch_size``
+(:meth:`ModernRoutes.refuse_batch`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..._asgi import AsksAuthorization, Scope
-from ...engine import MODERN_BATCH_REFUSAL, batch_too_long
-from ...protocol import versions
+from ..._asgi import AsksAuthorization, Receive, Scope, Send
+from ...engine import MODERN_BATCH_REFUSAL, Outgoing, batch_too_long
+from ...protocol import jsonrpc, versions
 from ...protocol.errors import HEADER_MISMATCH, INVALID_PARAMS, METHOD_NOT_FOUND, MCPError, UnsupportedProtocolVersion
 from ...protocol.jsonrpc import Batch, JSONDict, Notification, Request
 from ...protocol.versions import (
@@ -28,16 +29,28 @@ from ...protocol.versions import (
     MODERN_ONLY,
     Features,
 )
+from ..base import NULL_OUTBOX
 from .headers import NAME_FIELD, check_param_headers, decode_header_value
-from .wire import Headers, text
+from .sessions import network_of
+from .stream import UNDECIDED, Stream
+from .wire import Headers, respond, text
 
 if TYPE_CHECKING:
+    from ...engine import Peer
     from ...hosting import HostedServer, ModernContext
+    from .answer import Answerer
 
 ToolHeaders = Callable[[str], "Mapping[str, Sequence[str]] | None"]
 
 
 _PARAM_PREFIX = b"mcp-param-"
+
+#: Header values :meth:`ModernRoutes.validate` remembers (the quick test's table): combinations at most, and the
+#: bytes of one combination at most (longer ones, a long resource URI in ``Mcp-Name``, are diagnosed every time)
+MAX_KNOWN = 512
+MAX_KNOWN_BYTES = 1024
+
+_ASK: Any = object()  # (a remembered tool's Mcp-Param-* headers: ask tool_headers each time)
 
 
 def _param_headers(scope: Scope) -> dict[str, str]:
@@ -67,10 +80,10 @@ def _mismatch(text: str) -> Refused:
     return Refused(400, {"code": HEADER_MISMATCH, "message": f"Header mismatch: {text}"})
 
 
-class ModernValidator:
-    """The 2026-07-28 checks of one Streamable HTTP endpoint: :meth:`validate` a request against its headers,
-    :meth:`refuse_batch`. ``tool_headers(name)``: a tool's ``Mcp-Param-*`` headers; ``max_batch``: the endpoint's
-    ``max_batch_size``."""
+class ModernRoutes:
+    """The 2026-07-28 requests of one Streamable HTTP endpoint: :meth:`post` (checked against its headers by
+    :meth:`validate`, then run), :meth:`refuse_batch`. ``tool_headers(name)``: a tool's ``Mcp-Param-*`` headers;
+    ``max_batch``: the endpoint's ``max_batch_size``; ``answers``: its answering; ``json_response``: its option."""
 
     __slots__ = (
         "_asked_too",
@@ -79,15 +92,30 @@ class ModernValidator:
         "_known",
         "_known_handlers",
         "_known_stamp",
+        "_own_headers",
+        "_peer",
+        "answers",
+        "json_response",
         "max_batch",
         "server",
         "tool_headers",
     )
 
-    def __init__(self, server: HostedServer, tool_headers: ToolHeaders | None, max_batch: int) -> None:
+    def __init__(
+        self,
+        server: HostedServer,
+        tool_headers: ToolHeaders | None,
+        max_batch: int,
+        answers: Answerer,
+        *,
+        json_response: bool = False,
+    ) -> None:
         self.server: HostedServer = server
         self.tool_headers: ToolHeaders | None = tool_headers
         self.max_batch: int = max_batch
+        self.answers: Answerer = answers
+        self.json_response: bool = json_response
+        self._peer: Peer | None = None  # the stateless peer that runs them (made by the first)
         # a call the server runs as the call of another tool (tool search's call_tool): that tool's headers sent
         # must match. Read while the server serves a caller tool only (_forget_known: when its handlers change)
         self._asks = server if isinstance(server, AsksAuthorization) else None
@@ -99,7 +127,10 @@ class ModernValidator:
         # versions or handlers change)
         self._known_stamp: Any = None
         self._known_handlers = -1
-        self._known: dict[tuple[bytes | None, ...], tuple[str, str, str | None, Any, Features]] = {}
+        # (and, for tools/call, the tool's Mcp-Param-* headers when they are the server's own: its handlers_version
+        # counts changes to its tools; _ASK: a tool_headers function of the endpoint's, asked every time)
+        self._known: dict[tuple[bytes | None, ...], tuple[str, str, str | None, Any, Features, Any]] = {}
+        self._own_headers = tool_headers is not None and tool_headers == server.tool_param_headers
         self._found_good: tuple[str, str, str | None, Any] | None = None  # what the last diagnose found good
 
     def modern_header(self, hv: bytes) -> bool:
@@ -107,53 +138,104 @@ class ModernValidator:
         v = text(hv)
         return v not in self.server.handshake_versions and versions.is_modern(v)
 
-    def validate(self, scope: Scope, h: Headers, msg: Request, meta: Any) -> ModernContext | Refused:
-        """Check a 2026-07-28 request against its headers and read its ``_meta`` (``server.modern_context``: the
-        client capabilities and log level; the ``Mcp-Param-*`` headers of a tool that declares some): what it
-        says, or the :class:`Refused` answer it gets instead."""
-        method = msg.method
-        params = msg.params
-        # The usual request, in one test: header values diagnose found good before, standing for the body's
-        # version, method and name. Anything else is diagnosed step by step.
+    def post(
+        self, scope: Scope, h: Headers, msg: Request, meta: Any, body: bytes, receive: Receive, send: Send
+    ) -> Outgoing | Awaitable[Any]:
+        """A 2026-07-28 request (``meta``: its ``params._meta``): checked against its headers, then run statelessly
+        through ``server.dispatch_modern``. Returns its answer when it was made at once (the endpoint sends it with
+        ``application/json``), else the awaitable that answers it (whose result, an answer, is sent the same way)."""
+        # The usual request, in one test (hot path: docs/architecture.md): header values diagnose found good before,
+        # standing for the body's version, method and name, of a method without a tool's Mcp-Param-* check to make,
+        # and server.modern_context's usual case: the client capabilities an object, no log level. Anything else is
+        # settled by validate.
         server = self.server
         read: ModernContext | None = None
-        good: tuple[str, str, str | None, Any] | None = None  # what diagnose found good here, to remember
+        hit = None
         key: tuple[bytes | None, ...] = ()
+        params = msg.params
         if type(meta) is dict:
             if self._known_stamp is not server.modern_versions or self._known_handlers != server.handlers_version:
                 self._forget_known()
             key = (h.get(b"mcp-protocol-version"), h.get(b"mcp-method"), h.get(b"mcp-name"))
-            known = self._known.get(key)
-            if (
-                known is not None
-                and known[1] == method
-                and known[0] == meta.get(META_PROTOCOL_VERSION)
-                and (known[2] is None or known[3] == params.get(known[2]))  # type: ignore[union-attr]
+            hit = self._known.get(key)
+            if hit is not None and (
+                hit[1] != msg.method
+                or hit[0] != meta.get(META_PROTOCOL_VERSION)
+                or (hit[2] is not None and hit[3] != params.get(hit[2]))  # type: ignore[union-attr]
             ):
-                # server.modern_context's usual case, read here: the client capabilities an object, no log level
+                hit = None
+            elif hit is not None:
                 caps = meta.get(META_CLIENT_CAPABILITIES)
                 if type(caps) is dict and META_LOG_LEVEL not in meta:
                     info = meta.get(META_CLIENT_INFO)
-                    read = (known[4], caps, info if type(info) is dict else None, None)
-            else:
-                self._found_good = None
-                refused = self.diagnose(h, msg, meta)
-                good = self._take_found_good()
-                if refused is not None:
-                    return refused
-        elif (refused := self.diagnose(h, msg, meta)) is not None:
-            return refused
+                    read = (hit[4], caps, info if type(info) is dict else None, None)
+        if read is None or hit[5] is not None or self._asked_too is not None:  # type: ignore[index]
+            checked = self.validate(scope, h, msg, meta, hit, key, read)
+            if type(checked) is Refused:
+                return respond(send, checked.status, jsonrpc.encode_error(msg.id, checked.error))
+            read = checked  # type: ignore[assignment]
+        peer = self._peer
+        if peer is None:
+            peer = self._peer = server.stateless_peer()  # runs dispatch_modern(rc)
+            peer.network = network_of(scope)  # (one endpoint, one listener: its first request's says)
+        if self.json_response and msg.method != "subscriptions/listen":
+            # answered with application/json, nothing before it: what the handler sends first (progress, log
+            # messages) has nowhere to go, so its outbox drops it
+            ctx = peer.detached(msg.id, msg.method, params, NULL_OUTBOX, body)
+            ctx.validated_meta = read  # what _meta says, for dispatch_modern
+            runner = peer.run_detached(ctx)
+            if type(runner) is Outgoing:
+                return runner  # answered at once: the endpoint sends it
+            return self.answers.answer_modern(runner, ctx, receive, send)  # type: ignore[arg-type]
+        stream = Stream(self.answers.sse, None, 0, UNDECIDED)  # (the answer is returned, not sent through it)
+        ctx = peer.detached(msg.id, msg.method, params, stream, body)
+        ctx.validated_meta = read
+        return self.answers.serve(stream, peer.run_detached(ctx), ctx, receive, send, ())
+
+    def validate(
+        self,
+        scope: Scope,
+        h: Headers,
+        msg: Request,
+        meta: Any,
+        hit: tuple[str, str, str | None, Any, Features, Any] | None = None,
+        key: tuple[bytes | None, ...] = (),
+        read: ModernContext | None = None,
+    ) -> ModernContext | Refused:
+        """Check a 2026-07-28 request against its headers and read its ``_meta`` (``server.modern_context``: the
+        client capabilities and log level; the ``Mcp-Param-*`` headers of a tool that declares some): what it
+        says, or the :class:`Refused` answer it gets instead. ``hit``: the remembered header values :meth:`post`
+        found standing for the body's (None: diagnosed step by step here, remembered under ``key`` when good, a
+        tuple when ``meta`` is an object); ``read``: what it read of ``_meta`` already."""
+        method = msg.method
+        params = msg.params
+        server = self.server
+        good: tuple[str, str, str | None, Any] | None = None  # what diagnose found good here, to remember
+        spec: Any = _ASK  # the tool's Mcp-Param-* headers, when known
+        if hit is not None:
+            spec = hit[5]
+        else:
+            self._found_good = None
+            refused = self.diagnose(h, msg, meta)
+            good = self._take_found_good()
+            if refused is not None:
+                return refused
         if read is None:
             try:
                 read = server.modern_context(meta)  # the client capabilities and log level (the version is known good)
             except MCPError as exc:
                 return Refused(400, exc.to_error())
-            if good is not None and len(self._known) < 512:
-                self._known[key] = (*good, read[0])
+            if good is not None and len(self._known) < MAX_KNOWN and sum(len(v or b"") for v in key) <= MAX_KNOWN_BYTES:
+                if method != "tools/call" or self.tool_headers is None:
+                    spec = None  # (no tool's headers to check)
+                elif self._own_headers:
+                    spec = self.tool_headers(good[3]) or None  # (the plain name: params.name)
+                self._known[key] = (*good, read[0], spec)
         if method == "tools/call" and self.tool_headers is not None:
             name = params.get("name")  # type: ignore[union-attr]
             if type(name) is str:
-                spec = self.tool_headers(name)
+                if spec is _ASK:
+                    spec = self.tool_headers(name)
                 if spec:
                     problem = check_param_headers(spec, params.get("arguments"), _param_headers(scope))  # type: ignore[union-attr]
                     if problem is not None:

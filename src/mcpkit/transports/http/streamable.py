@@ -41,14 +41,14 @@ from ...protocol import jsonrpc, versions
 from ...protocol.errors import INVALID_REQUEST, PARSE_ERROR, ParseError, UnsupportedProtocolVersion
 from ...protocol.jsonrpc import Batch, Invalid, Notification, Request
 from ...protocol.versions import META_PROTOCOL_VERSION, MODERN_ONLY
-from ..base import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_QUEUE_BYTES, NULL_OUTBOX
+from ..base import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_QUEUE_BYTES
 from .answer import Answerer, error_status
 from .handshake import HandshakeRoutes
 from .headers import decode_header_value, encode_header_value, header_text, param_headers_from_schema
-from .modern import ModernValidator, Refused, ToolHeaders
+from .modern import ModernRoutes, ToolHeaders
 from .security import MISSING, RequestCheck, RequestPolicy, make_request_check
-from .sessions import SessionManager, network_of, record_orphans
-from .stream import UNDECIDED, SSEPump, Stream, close_sse_stream
+from .sessions import SessionManager, record_orphans
+from .stream import SSEPump, close_sse_stream
 from .wire import (
     CONTENT_TYPE_JSON,
     JSON_TYPE,
@@ -66,7 +66,6 @@ from .wire import (
 )
 
 if TYPE_CHECKING:
-    from ...engine import Peer
     from ...hosting import HostedServer as Server
     from ...stores import EventStore, SessionStore
     from .shared import SharedSessions
@@ -172,9 +171,8 @@ class StreamableHTTPEndpoint:
         self.cors = cors
         self.peer_options = peer_options
         max_batch = int(peer_options.get("max_batch_size", DEFAULT_MAX_BATCH_SIZE))
-        # the parts, each an object of its own: the 2026-07-28 checks, the session table, the SSE side handed to
+        # the parts, each an object of its own: the 2026-07-28 routes, the session table, the SSE side handed to
         # every stream, the answering, and the handshake era's routes
-        self.modern: ModernValidator = ModernValidator(server, tool_headers or server.tool_param_headers, max_batch)
         self.sessions: SessionManager = SessionManager(
             server,
             session_store=session_store,
@@ -195,6 +193,8 @@ class StreamableHTTPEndpoint:
         )
         self.shared: SharedSessions | None = self.sessions.share(self.sse)  # (see .shared)
         self.answers: Answerer = Answerer(self.sse, max_requests_per_session)
+        headers = tool_headers or server.tool_param_headers
+        self.modern: ModernRoutes = ModernRoutes(server, headers, max_batch, self.answers, json_response=json_response)
         self.handshake: HandshakeRoutes = HandshakeRoutes(
             server,
             self.sessions,
@@ -210,7 +210,6 @@ class StreamableHTTPEndpoint:
             peer_options=peer_options,
         )
         self._sessions = self.sessions.table  # (the manager's table)
-        self._modern_peer: Peer | None = None
         self._sweeper: asyncio.Task[None] | None = None
         # Accept values that list both types (the quick test of a POST's headers; bounded, see refuse_post)
         self._good_accepts: set[bytes | None] = set()
@@ -440,33 +439,14 @@ class StreamableHTTPEndpoint:
                 (type(meta) is dict and META_PROTOCOL_VERSION in meta)
                 or m.method in MODERN_ONLY
                 or (
-                    hv_raw is not None  # (ModernValidator.modern_header; the header's text, kept for below)
+                    hv_raw is not None  # (ModernRoutes.modern_header; the header's text, kept for below)
                     and (hv := hv_raw.strip(b" \t").decode("latin-1")) not in server.handshake_versions
                     and versions.is_modern(hv)
                 )
             ):
                 if t is not Request:
                     return respond(send, 202)  # no client notifications are defined over modern HTTP: ignored
-                read = self.modern.validate(scope, h, m, meta)
-                if type(read) is Refused:
-                    return respond(send, read.status, jsonrpc.encode_error(m.id, read.error))
-                peer = self._modern_peer
-                if peer is None:
-                    peer = self._modern_peer = self.server.stateless_peer()  # runs dispatch_modern(rc)
-                    peer.network = network_of(scope)  # (one endpoint, one listener: its first request's says)
-                if self.json_response and m.method != "subscriptions/listen":
-                    # answered with application/json, nothing before it: what the handler sends first (progress,
-                    # log messages) has nowhere to go, so its outbox drops it
-                    ctx = peer.detached(m.id, m.method, p, NULL_OUTBOX, body)
-                    ctx.validated_meta = read  # what _meta says, for dispatch_modern
-                    runner = peer.run_detached(ctx)
-                    if type(runner) is Outgoing:
-                        return runner  # answered at once: __call__ sends it
-                    return self.answers.answer_modern(runner, ctx, receive, send)  # type: ignore[arg-type]
-                stream = Stream(self.sse, None, 0, UNDECIDED)  # (the answer is returned, not sent through it)
-                ctx = peer.detached(m.id, m.method, p, stream, body)
-                ctx.validated_meta = read
-                return self.answers.serve(stream, peer.run_detached(ctx), ctx, receive, send, ())
+                return self.modern.post(scope, h, m, meta, body, receive, send)
         elif t is Invalid:
             inv: Invalid = msg  # type: ignore[assignment]
             return respond(send, 400, jsonrpc.encode_error(inv.id, inv.error()))
