@@ -694,6 +694,37 @@ async def test_the_request_an_mcpkit_server_sends_when_the_session_is_initialize
     assert isinstance(got, dict) and [r["uri"] for r in got["roots"]] == ["file:///work"], got
 
 
+async def test_the_waits_for_a_get_refused_before_initialized_and_for_the_next_share_get_open_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The waits for the standalone GET before and after ``notifications/initialized`` share one bound: a server
+    that refuses the first GET late (0.8 s, 400) and holds the next one costs the connect ``GET_OPEN_WAIT`` (1 s)
+    in all, not 0.8 s plus a whole second wait."""
+    monkeypatch.setattr(client_support, "GET_OPEN_WAIT", 1.0)
+    gets: list[float] = []
+
+    def refuse_then_hold(app: Any) -> Any:
+        async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http" and scope["method"] == "GET":
+                gets.append(time.monotonic())
+                await asyncio.sleep(0.8 if len(gets) == 1 else 2.0)
+                await send({"type": "http.response.start", "status": 400 if len(gets) == 1 else 405, "headers": []})
+                await send({"type": "http.response.body", "body": b""})
+                return
+            await app(scope, receive, send)
+
+        return wrapped
+
+    async with running(make_server(), wrap=refuse_then_hold) as (base, _):
+        transport = StreamableHTTPClientTransport(base + "/mcp")
+        t0 = time.monotonic()
+        async with transport, ClientSession(transport, mode="handshake") as cs:
+            connected = time.monotonic() - t0
+            assert (await cs.list_tools()).tools
+    assert len(gets) == 2  # the refused GET was sent again after notifications/initialized
+    assert 1.0 <= connected < 1.6, connected
+
+
 @pytest.mark.npm
 async def test_a_standalone_get_never_answered_holds_the_connect_get_open_wait_seconds_once(
     node_bin: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
