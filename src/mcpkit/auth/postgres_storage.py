@@ -46,6 +46,15 @@ MAX_SWEEP = 500
 _ALIVE = "(expires_at IS NULL OR expires_at > clock_timestamp())"
 
 
+def _uncount(table: str, kind: str) -> str:
+    """The part of a ``WITH gone AS (DELETE ... RETURNING stamp, ...)`` statement that takes a row without an
+    expiry (stamped) off the count of its kind (the parameter ``kind``; see ``PostgresAuthStorage._keep``)."""
+    return (
+        f", uncounted AS (UPDATE {table} SET size = size - 1 WHERE kind = 'count' AND key = {kind} AND EXISTS "
+        "(SELECT 1 FROM gone WHERE stamp IS NOT NULL))"
+    )
+
+
 def _at(param: str) -> str:
     """The SQL of the moment ``param`` seconds from now on the database's clock (NULL when ``param`` is NULL)."""
     return f"clock_timestamp() + make_interval(secs => {param}::float8)"
@@ -196,16 +205,39 @@ class PostgresAuthStorage(_PostgresHolder):
     async def _keep(
         self, kind: str, key: str, value: bytes, expires_at: float | None, owner: str | None = None
     ) -> None:
-        """A row that expires at ``expires_at``; without an expiry it is stamped and its kind trimmed to
-        ``max_refresh_tokens`` in the same transaction."""
+        """A row that expires at ``expires_at``. Without an expiry it is stamped and counted (the row ``count`` of
+        its kind, kept in the same transaction as every change of such a row), and past ``max_refresh_tokens`` the
+        oldest go: an index scan of the few rows that go, never a count of the 100,000 kept."""
         if expires_at is not None:
             async with self._db() as db:
                 await self._put(db, kind, key, value, _left(expires_at), owner=owner)
-        else:
-            async with self._db(lock=kind) as db:
-                await self._put(db, kind, key, value, None, owner=owner, stamped=True)
-                await self._trim(db, kind, self.max_refresh_tokens)
-        await self._sweep()
+            await self._sweep()
+            return
+        async with self._db(lock=kind) as db:
+            replaced = await db.fetchval(
+                f"DELETE FROM {self.table} WHERE kind = $1 AND key = $2 RETURNING stamp IS NOT NULL", kind, key
+            )
+            await self._put(db, kind, key, value, None, owner=owner, stamped=True)
+            kept = await self._count(db, kind, 0 if replaced else 1)
+            if kept > self.max_refresh_tokens:
+                gone = await db.execute(
+                    f"DELETE FROM {self.table} WHERE kind = $1 AND key IN (SELECT key FROM {self.table} WHERE kind = "
+                    "$1 AND stamp IS NOT NULL ORDER BY stamp, key LIMIT $2)",
+                    kind,
+                    kept - self.max_refresh_tokens,
+                )
+                await self._count(db, kind, -int(gone.rsplit(" ", 1)[-1]))
+
+    async def _count(self, db: Any, kind: str, change: int) -> int:
+        """Add ``change`` to the count of ``kind``'s rows without an expiry; the count now."""
+        return int(
+            await db.fetchval(
+                f"INSERT INTO {self.table} AS t (kind, key, value, size) VALUES ('count', $1, '', $2) ON CONFLICT "
+                "(kind, key) DO UPDATE SET size = t.size + EXCLUDED.size RETURNING size",
+                kind,
+                change,
+            )
+        )
 
     async def _read(self, kind: str, key: str) -> bytes | None:
         async with self._db() as db:
@@ -218,7 +250,10 @@ class PostgresAuthStorage(_PostgresHolder):
         """Delete the row and return its value (None when none, or it expired): once across every replica."""
         async with self._db() as db:
             row = await db.fetchrow(
-                f"DELETE FROM {self.table} WHERE kind = $1 AND key = $2 RETURNING value, {_ALIVE} AS alive", kind, key
+                f"WITH gone AS (DELETE FROM {self.table} WHERE kind = $1 AND key = $2 RETURNING value, {_ALIVE} AS "
+                f"alive, stamp) {_uncount(self.table, '$1')} SELECT value, alive FROM gone",
+                kind,
+                key,
             )
         return bytes(row["value"]) if row is not None and row["alive"] else None
 
@@ -284,13 +319,14 @@ class PostgresAuthStorage(_PostgresHolder):
         key, and of two takes with the right key exactly one gets it."""
         async with self._db() as db:
             row = await db.fetchrow(
-                f"WITH taken AS (DELETE FROM {self.table} WHERE kind = 'refresh' AND key = $1 AND (owner IS NULL OR "
-                f"owner = $2) RETURNING value, {_ALIVE} AS alive) SELECT value, alive FROM taken UNION ALL SELECT "
-                f"value, true FROM {self.table} WHERE kind = 'refresh' AND key = $1 AND owner <> $3 AND {_ALIVE} AND "
-                "NOT EXISTS (SELECT 1 FROM taken)",
+                f"WITH gone AS (DELETE FROM {self.table} WHERE kind = $4 AND key = $1 AND (owner IS NULL OR owner = "
+                f"$2) RETURNING value, {_ALIVE} AS alive, stamp) {_uncount(self.table, '$4')} SELECT value, alive "
+                f"FROM gone UNION ALL SELECT value, true FROM {self.table} WHERE kind = $4 AND key = $1 AND owner <> "
+                f"$3 AND {_ALIVE} AND NOT EXISTS (SELECT 1 FROM gone)",
                 _digest(token),
                 jkt,
                 jkt or "",
+                "refresh",
             )
         return _Refresh(**orjson.loads(row["value"])) if row is not None and row["alive"] else None
 
