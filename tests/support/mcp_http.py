@@ -2,7 +2,8 @@
 
 * ``make_server()``: a low-level mcpkit server with tools exercising every transport path: echo, progress
   (notifications before the response → SSE), ask (server→client requests), region (``x-mcp-header``), polled
-  (closes the SSE connection mid-stream, SEP-1699), touch (list_changed fan-out), hang (cancellation probe).
+  (closes the SSE connection mid-stream, SEP-1699), touch (list_changed fan-out), hang (cancellation probe: runs
+  until cancelled, or answers "woke" once ``probe.release`` is set).
 * ``running(server, **create_app_options)``: the ASGI app on a real in-process uvicorn bound to 127.0.0.1, port 0;
   yields ``(base_url, app)``.
 * ``forget_sessions(app)`` (the server forgets every session, as one restarted does) and
@@ -63,6 +64,7 @@ class Probe:
     def __init__(self) -> None:
         self.cancelled: list[Any] = []
         self.started = asyncio.Event()
+        self.release = asyncio.Event()  # ends every ``hang`` call (within 30 s it answers "woke" either way)
 
 
 def silent_prompt(probe: Probe, started: list[asyncio.Event] | None = None) -> Any:
@@ -131,7 +133,8 @@ def make_server(probe: Probe | None = None) -> Server:
             probe.started.set()
             try:
                 await ctx.log("info", "hanging")
-                await asyncio.sleep(30)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(probe.release.wait(), 30)
             except asyncio.CancelledError:
                 probe.cancelled.append(ctx.request_id)
                 raise

@@ -20,6 +20,7 @@ from mcpkit.stores.redis import RedisFanout
 from mcpkit.transports.http import handshake
 from support.mcp_http import Probe, handshake_headers, initialize_body, make_server, messages, running, sse_events
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
+from support.sse import eventually
 
 V = "2025-11-25"
 RESOURCE = "http://127.0.0.1/mcp"
@@ -99,22 +100,21 @@ async def test_an_anonymous_stateless_call_is_not_cancelled_by_request_id() -> N
 async def test_a_cancellation_naming_an_id_two_calls_of_the_principal_share_cancels_neither() -> None:
     """Two calls of one principal under one id (two processes of one service account numbering from 1): which one
     the cancellation meant is unknown, so both run to their answers; the table is empty afterwards."""
+    probe = Probe()
     async with (
-        running(make_server(), stateless=True, wrap=protected) as (base, app),
+        running(make_server(probe), stateless=True, wrap=protected) as (base, app),
         client("tok-alice") as alice,
     ):
+        calls = app.streamable.handshake.stateless_calls
         url = base + "/mcp"
         h = handshake_headers(None, V)
-        posts = [
-            asyncio.create_task(alice.post(url, json=call(3, "progress", {"steps": 4, "delay": 0.1}), headers=h))
-            for _ in range(2)
-        ]
-        await asyncio.sleep(0.15)
-        assert app.streamable.handshake.stateless_calls.count == 2
-        assert (await alice.post(url, json=cancelled(3), headers=h)).status_code == 202
+        posts = [asyncio.create_task(alice.post(url, json=call(3, "hang"), headers=h)) for _ in range(2)]
+        await eventually(lambda: calls.count == 2)  # both running (they hang until released)
+        assert (await alice.post(url, json=cancelled(3), headers=h)).status_code == 202  # (answered once it is applied)
+        probe.release.set()
         for r in await asyncio.wait_for(asyncio.gather(*posts), 5):
-            assert messages(sse_events(r.text))[-1]["result"]["content"][0]["text"] == "done 4"
-        assert app.streamable.handshake.stateless_calls.count == 0
+            assert messages(sse_events(r.text))[-1]["result"]["content"][0]["text"] == "woke"
+        assert probe.cancelled == [] and calls.count == 0
 
 
 async def test_the_table_of_cancellable_stateless_calls_is_bounded() -> None:
