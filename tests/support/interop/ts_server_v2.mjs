@@ -303,6 +303,9 @@ async function sendWebResponse(res, response) {
         res.end();
         return;
     }
+    // the status line now, not with the first chunk: a GET stream's answer is its status line (the SDK's own node
+    // adapter flushes it too), and a client may wait for it before it goes on
+    res.flushHeaders();
     const reader = response.body.getReader();
     res.on('close', () => reader.cancel().catch(() => {}));
     try {
