@@ -147,3 +147,30 @@ async def test_the_count_of_refresh_tokens_without_an_expiry_matches_the_rows_wh
         count = await db.fetchval(f"SELECT size FROM {first.table} WHERE kind = 'count' AND key = 'refresh'")
     assert count == len(rows) <= 30
     assert sum(1 for t in taken if t is not None) <= 20
+
+
+async def test_the_storage_and_the_stores_make_their_tables_in_the_schema_given(postgres_url: str) -> None:  # noqa: F811
+    """``PostgresConnection(schema=)`` failed at its first statement: the stores' tables were made with indexes named
+    ``"schema".name``, which PostgreSQL refuses (an index lives in its table's schema). Indexes are named without it
+    now: the stores' tables and the OAuth table are made in the schema, and used there."""
+    import asyncpg
+
+    from mcpkit.stores.postgres import PostgresSessionStore
+
+    schema = f"s{time.time_ns()}"
+    admin = await asyncpg.connect(postgres_url)
+    try:
+        await admin.execute(f"CREATE SCHEMA {schema}")
+        pg = PostgresConnection(postgres_url, schema=schema)
+        try:
+            storage, sessions = PostgresAuthStorage(pg), PostgresSessionStore(pg)
+            await storage.mark_used("k", "fam", None)
+            await sessions.save("s1", {"v": 1}, 60)
+            assert await storage.used("k") == "fam" and await sessions.load("s1") == {"v": 1}
+        finally:
+            await pg.aclose()
+        made = await admin.fetch("SELECT tablename FROM pg_tables WHERE schemaname = $1", schema)
+        assert {"mcpkit_oauth", "mcpkit_sessions", "mcpkit_tasks"} <= {row["tablename"] for row in made}
+    finally:
+        await admin.execute(f"DROP SCHEMA {schema} CASCADE")
+        await admin.close()

@@ -61,16 +61,18 @@ def check_url(url: str) -> None:
         )
 
 
-def _ddl(t: dict[str, str]) -> list[str]:
+def _ddl(t: dict[str, str], prefix: str) -> list[str]:
+    # (an index is named without its schema: PostgreSQL makes it in its table's, and refuses a qualified name)
+    i = {name: prefix + name for name in ("sessions_x", "streams_s", "streams_x", "inbox_w", "tasks_o")}
     return [
         f"CREATE TABLE IF NOT EXISTS {t['meta']} (key text PRIMARY KEY, value text NOT NULL)",
         f"CREATE TABLE IF NOT EXISTS {t['sessions']} (id text PRIMARY KEY, state bytea NOT NULL, expires_at "
         "timestamptz)",
-        f"CREATE INDEX IF NOT EXISTS {t['sessions_x']} ON {t['sessions']} (expires_at) WHERE expires_at IS NOT NULL",
+        f"CREATE INDEX IF NOT EXISTS {i['sessions_x']} ON {t['sessions']} (expires_at) WHERE expires_at IS NOT NULL",
         f"CREATE TABLE IF NOT EXISTS {t['streams']} (stream text PRIMARY KEY, session text NOT NULL, last_seq bigint "
         "NOT NULL, written bigint NOT NULL, bytes bigint NOT NULL, request_id text, expires_at timestamptz)",
-        f"CREATE INDEX IF NOT EXISTS {t['streams_s']} ON {t['streams']} (session, written)",
-        f"CREATE INDEX IF NOT EXISTS {t['streams_x']} ON {t['streams']} (expires_at) WHERE expires_at IS NOT NULL",
+        f"CREATE INDEX IF NOT EXISTS {i['streams_s']} ON {t['streams']} (session, written)",
+        f"CREATE INDEX IF NOT EXISTS {i['streams_x']} ON {t['streams']} (expires_at) WHERE expires_at IS NOT NULL",
         f"CREATE TABLE IF NOT EXISTS {t['events']} (stream text NOT NULL REFERENCES {t['streams']} (stream) ON "
         "DELETE CASCADE, seq bigint NOT NULL, data bytea NOT NULL, last boolean NOT NULL, PRIMARY KEY (stream, seq))",
         f"CREATE SEQUENCE IF NOT EXISTS {t['log_id']}",
@@ -80,10 +82,10 @@ def _ddl(t: dict[str, str]) -> list[str]:
         f"CREATE TABLE IF NOT EXISTS {t['workers']} (worker integer PRIMARY KEY, alive_until timestamptz NOT NULL)",
         f"CREATE TABLE IF NOT EXISTS {t['inbox']} (id bigserial PRIMARY KEY, worker integer NOT NULL, session text "
         "NOT NULL, kind text NOT NULL, data bytea NOT NULL, owner text, expires_at timestamptz NOT NULL)",
-        f"CREATE INDEX IF NOT EXISTS {t['inbox_w']} ON {t['inbox']} (worker, id)",
+        f"CREATE INDEX IF NOT EXISTS {i['inbox_w']} ON {t['inbox']} (worker, id)",
         f"CREATE TABLE IF NOT EXISTS {t['tasks']} (id text PRIMARY KEY, owner text, created bigint NOT NULL, record "
         "bytea NOT NULL, size integer NOT NULL, live boolean NOT NULL, kept_until bigint)",
-        f"CREATE INDEX IF NOT EXISTS {t['tasks_o']} ON {t['tasks']} (owner, created, id)",
+        f"CREATE INDEX IF NOT EXISTS {i['tasks_o']} ON {t['tasks']} (owner, created, id)",
     ]
 
 
@@ -217,7 +219,7 @@ class PostgresConnection(Breaker):
         t = self.tables
         async with pool.acquire(timeout=self.timeout) as db, db.transaction():
             await db.execute("SELECT pg_advisory_xact_lock(hashtext($1))", f"{t['meta']} schema")
-            for statement in _ddl(t):
+            for statement in _ddl(t, self.prefix):
                 await db.execute(statement)
             # the running byte totals of the tasks: made with new tables, or added to tables an older mcpkit made
             if await db.fetchval("SELECT to_regclass($1)", t["task_bytes"]) is None:
