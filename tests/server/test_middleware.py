@@ -83,6 +83,41 @@ def test_a_middleware_is_installed_for_the_methods_it_hooks_only() -> None:
     assert app._intercepting is None  # nothing left: dispatch pays nothing again
 
 
+@pytest.mark.parametrize("with_tool_hook", [False, True], ids=["notifications-only", "with-a-typed-hook"])
+async def test_on_notification_sees_every_notification_the_client_sends(with_tool_hook: bool) -> None:
+    """A middleware overriding ``on_notification`` (alone, or beside a typed request hook) sees the client's
+    notifications, known ones and one of the server's own alike; its typed hook still sees only its requests."""
+    seen: list[str] = []
+
+    class Notes(Middleware):
+        async def on_notification(self, call: Call, call_next: CallNext) -> Any:
+            seen.append(call.method)
+            return await call_next(call)
+
+    class NotesAndTools(Notes):
+        async def on_call_tool(self, call: ToolCall, call_next: CallNext) -> Any:
+            seen.append(f"request {call.method}")
+            return await call_next(call)
+
+    app = MCPKit("m")
+
+    @app.tool
+    def echo(text: str) -> str:
+        return text
+
+    app.add_middleware(NotesAndTools() if with_tool_hook else Notes())
+    async with serve_http(app) as url, Client(url, mode="handshake") as client:
+        await client.list_tools()
+        await client.call_tool("echo", {"text": "x"})
+        await client.session.peer.notify("notifications/roots/list_changed")
+        await client.session.peer.notify("notifications/com.example/custom", {})
+        await client.ping()  # (notifications have no answer: a request after them orders them)
+    assert "notifications/initialized" in seen
+    assert "notifications/roots/list_changed" in seen and "notifications/com.example/custom" in seen
+    assert [m for m in seen if m.startswith("request")] == (["request tools/call"] if with_tool_hook else [])
+    assert "request tools/list" not in seen
+
+
 @BOTH
 @ERA
 async def test_typed_hooks_see_the_call_and_can_refuse_or_change_the_result(transport: str, mode: str) -> None:

@@ -248,6 +248,12 @@ _TYPED: dict[str, type[Call]] = {
 }
 
 
+#: In an interceptor's ``methods`` (with ``notifications=True``): every notification the client sends, whatever its
+#: method (what :meth:`Middleware.on_notification <mcpkit.server.middleware.Middleware.on_notification>` is installed
+#: for beside the requests its typed hooks name).
+EVERY_NOTIFICATION = "notifications/*"
+
+
 def call_for(method: str, params: JSONDict, context: ServerRequestContext) -> Call:
     """The typed call of ``method`` (:class:`ToolCall` for ``tools/call``, ...; :class:`Call` for the others)."""
     return _TYPED.get(method, Call)(method, params, context)
@@ -277,7 +283,7 @@ class Interceptors:
         if methods is not None:
             methods = tuple(methods)
             for name in methods:
-                if name not in MCP_METHODS and not served(name):
+                if name not in MCP_METHODS and name != EVERY_NOTIFICATION and not served(name):
                     _refuse_typo(name)
         entry = (fn, frozenset(methods) if methods is not None else None, notifications)
         self.entries = (entry, *self.entries) if outermost else (*self.entries, entry)
@@ -289,11 +295,13 @@ class Interceptors:
 
     def chain(self, method: str, notification: bool = False) -> tuple[Interceptor, ...]:
         """The interceptors for ``method``, outermost first (empty: none applies)."""
-        return tuple(
-            fn
-            for fn, methods, notes in self.entries
-            if (methods is None or method in methods) and (notes if notification else True)
-        )
+        if notification:
+            return tuple(
+                fn
+                for fn, methods, notes in self.entries
+                if notes and (methods is None or method in methods or EVERY_NOTIFICATION in methods)
+            )
+        return tuple(fn for fn, methods, _ in self.entries if methods is None or method in methods)
 
 
 def _refuse_typo(name: str) -> None:
@@ -323,6 +331,7 @@ def _link(fn: Interceptor, after: CallNext) -> CallNext:
 
 
 __all__ = [
+    "EVERY_NOTIFICATION",
     "LIST_METHODS",
     "MCP_METHODS",
     "NOTIFICATION",

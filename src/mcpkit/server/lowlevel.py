@@ -194,7 +194,8 @@ class Server(ChangeFanout, Runnable):
         self, fn: Interceptor, *, methods: Iterable[str] | str | None = None, notifications: bool = False
     ) -> Callable[[], None]:
         """Run ``async fn(call, call_next)`` around every request this server dispatches (``methods``: only those;
-        ``notifications=True``: around the client's notifications too). The first added is the outermost.
+        ``notifications=True``: around the client's notifications too, those in ``methods`` if given, where
+        ``"notifications/*"`` stands for every one). The first added is the outermost.
         Returns a function that removes it. See :mod:`mcpkit.server.interceptors` for what ``call`` holds and
         what the chain sees (results before they are shaped for the request's revision)."""
         remove = self._interceptors.add(fn, methods, notifications, served=self.has_handler)

@@ -30,7 +30,7 @@ import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..interceptors import NOTIFICATION, Call, CallNext
+from ..interceptors import EVERY_NOTIFICATION, NOTIFICATION, Call, CallNext
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -110,7 +110,7 @@ class Middleware:
 
     @property
     def methods(self) -> frozenset[str] | None:
-        """The methods it is installed for (None: every method, because :meth:`on_request` is overridden)."""
+        """The requests it is installed for (None: every method, because :meth:`on_request` is overridden)."""
         return None if self._wraps_all else frozenset(self._hooks)
 
     def install(self, server: Any) -> Callable[[], None]:
@@ -120,7 +120,10 @@ class Middleware:
             raise TypeError(f"{type(self).__name__}.__init__ must call super().__init__() (it finds the hooks)")
         # a middleware with only on_request is installed as that method itself (one call frame less per request)
         fn = self.on_request if self._wraps_all and not self._hooks and not self.notifications else self
-        remove: Callable[[], None] = server.add_interceptor(fn, methods=self.methods, notifications=self.notifications)
+        methods = self.methods
+        if methods is not None and self.notifications:
+            methods = methods | {EVERY_NOTIFICATION}  # on_notification: every notification, beside its requests
+        remove: Callable[[], None] = server.add_interceptor(fn, methods=methods, notifications=self.notifications)
         return remove
 
     async def __call__(self, call: Call, call_next: CallNext) -> Any:
