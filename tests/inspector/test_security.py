@@ -261,6 +261,80 @@ def test_a_flood_of_log_messages_and_list_changes_leaves_the_page_bounded() -> N
         proc.stop()
 
 
+# Counts, in the page, the appends to the message log (a MutationObserver record that adds rows).
+COUNT_LOG_APPENDS = """() => {
+  window.logAppends = 0;
+  new MutationObserver((records) => {
+    for (const r of records) if (r.addedNodes.length) window.logAppends += 1;
+  }).observe(document.getElementById('log'), {childList: true});
+}"""
+SHOWN_CALLS = 100  # static/app.js MAX_CALLS_SHOWN
+
+
+# (2,000 calls through a stdio server and the inspector take 3-5 s idle, longer beside the other tests; each wait has
+# its own bound)
+@pytest.mark.timeout(300)
+def test_a_burst_of_calls_and_messages_is_shown_completely_and_drawn_in_batches_while_the_page_answers() -> None:
+    """2,000 tool calls (4,000 messages, 6,000 call events) and 2,000 log messages from the server in one burst: the
+    page ends showing the inspector's whole message log (its last 2,000 entries, each once) and the last 100 calls,
+    the ones the inspector keeps among them, all done. It draws them in batches, one append to the log per frame, not
+    one per message: each append read the layout of a page that kept every call of the session, which held the page
+    in one task for 30-40 s after 2,000 calls on an idle machine, a click on it waiting all that time."""
+    import concurrent.futures
+    import time
+
+    proc = InspectorProcess("inspect", FLOOD, "--mode", "handshake")
+    try:
+        with chromium() as browser:
+            page = browser.new_context(bypass_csp=True, viewport={"width": 1400, "height": 1000}).new_page()
+            page.goto(proc.url)
+            page.locator("#status-text", has_text="connected").wait_for(timeout=30_000)
+            page.locator("#tools-list button").first.wait_for(timeout=30_000)
+            page.evaluate(COUNT_LOG_APPENDS)
+            api = httpx.Client(base_url=proc.base, headers={"Authorization": f"Bearer {proc.token}"}, timeout=60)
+            api.post("/api/call", json={"name": "logs", "arguments": {"n": 2_000}}).raise_for_status()
+
+            def call(_: int) -> None:
+                while (r := api.post("/api/call", json={"name": "counts", "arguments": {}})).status_code == 429:
+                    time.sleep(0.01)  # (32 run at once: the inspector refuses one more until one ends)
+                r.raise_for_status()
+
+            with concurrent.futures.ThreadPoolExecutor(16) as pool:
+                list(pool.map(call, range(2_000)))
+            # the page answers a click while it still draws the burst: measured 0.1-1.3 s (load 3-20), 30-40 s before
+            started = time.monotonic()
+            page.click("#tab-server", timeout=60_000)
+            page.locator("#panel-server:not([hidden])").wait_for(timeout=60_000)
+            assert time.monotonic() - started < 15
+
+            def calls_kept() -> list[dict[str, Any]]:
+                calls: list[dict[str, Any]] = api.post("/api/state", json={}).json()["result"]["calls"]
+                return calls
+
+            kept = calls_kept()
+            while any(c["status"] == "running" for c in kept):
+                time.sleep(0.1)
+                kept = calls_kept()
+            entries = [e["seq"] for e in api.post("/api/log", json={"since": 0}).json()["result"]["entries"]]
+            assert len(entries) == 2_000
+            page.wait_for_function(
+                f"() => document.querySelector('#log li:last-child')?.dataset.seq === '{entries[-1]}'"
+                " && !document.querySelector('.call.running')",
+                timeout=60_000,
+            )
+            shown = page.eval_on_selector_all("#log li", "rows => rows.map(r => Number(r.dataset.seq))")
+            assert shown == entries
+            calls = page.eval_on_selector_all("#calls > .call", "els => els.map(e => [e.dataset.id, e.dataset.status])")
+            assert len(kept) <= len(calls) <= SHOWN_CALLS  # (the kept ones alone after a resync)
+            assert {status for _, status in calls} == {"done"}
+            assert {c["id"] for c in kept} <= {id_ for id_, _ in calls}
+            # one append per frame, however many messages came in it (one per message before: over 4,000)
+            appends = page.evaluate("window.logAppends")
+            assert appends <= 6_000 / 10, appends
+    finally:
+        proc.stop()
+
+
 def test_the_servers_log_messages_are_still_shown_after_the_page_reloads() -> None:
     """The Server tab's log messages are part of the inspector's state, as its stderr is: a page reloaded (or one
     that fell behind and redraws from the state) shows them again; they used to reach a page only as events, so a

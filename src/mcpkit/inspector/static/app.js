@@ -6,6 +6,7 @@ import { blocksView, contentsView, messagesView } from "./render.js";
 import { closeView, closeViews, showCallView, viewProgress } from "./apps.js";
 
 const MAX_LOG_ROWS = 2000;
+const MAX_CALLS_SHOWN = 100; // finished calls whose box the page keeps (running ones are all shown: at most 32 run)
 const MAX_SERVER_LINES = 500; // the server's log messages and stderr lines shown (as the inspector keeps its stderr)
 
 const $ = (id) => document.getElementById(id);
@@ -742,25 +743,52 @@ function logRow(e) {
   return h("li", { dataset: { seq: String(e.seq), dir: e.dir, kind: e.kind } }, button, detail);
 }
 
+// S.log holds up to twice MAX_LOG_ROWS entries (cut back to MAX_LOG_ROWS when it gets there: no O(n) shift per
+// entry); the page shows the last MAX_LOG_ROWS. loggedSeq is the last entry drawn: a draw adds the rows after it.
+let loggedSeq = 0;
+
 function addLog(e) {
   S.log.push(e);
-  if (S.log.length > MAX_LOG_ROWS) S.log.splice(0, S.log.length - MAX_LOG_ROWS);
-  if ($("log-pause").checked) return;
-  const ol = $("log");
-  if (logMatches(e)) {
-    const atBottom = ol.scrollTop + ol.clientHeight >= ol.scrollHeight - 30;
-    ol.append(logRow(e));
-    while (ol.children.length > MAX_LOG_ROWS) ol.removeChild(ol.firstChild);
-    if (atBottom) ol.scrollTop = ol.scrollHeight;
-  }
-  $("log-count").textContent = `${S.log.length} messages`;
+  if (S.log.length >= 2 * MAX_LOG_ROWS) S.log = S.log.slice(-MAX_LOG_ROWS);
+  dirty.log = true;
+}
+
+function logCount() {
+  $("log-count").textContent = `${Math.min(S.log.length, MAX_LOG_ROWS)} messages`;
 }
 
 function renderLog() {
-  const ol = clear($("log"));
-  for (const e of S.log) if (logMatches(e)) ol.append(logRow(e));
+  const ol = $("log");
+  const shown = S.log.slice(-MAX_LOG_ROWS);
+  ol.replaceChildren(...shown.filter(logMatches).map(logRow));
+  loggedSeq = shown.length ? shown[shown.length - 1].seq : 0;
+  dirty.log = false;
   ol.scrollTop = ol.scrollHeight;
-  $("log-count").textContent = `${S.log.length} messages`;
+  logCount();
+}
+
+// The entries that came since the last draw, as one append (and one reading of the layout, for the scroll), however
+// many they are: a row appended and the layout read for each entry cost a layout of the whole page per message.
+function drawNewLog() {
+  dirty.log = false;
+  if ($("log-pause").checked) return; // (drawn whole when the pause ends)
+  let from = S.log.length;
+  while (from > 0 && S.log[from - 1].seq > loggedSeq && S.log.length - from < MAX_LOG_ROWS) from -= 1;
+  const fresh = S.log.slice(from);
+  if (!fresh.length) return;
+  loggedSeq = fresh[fresh.length - 1].seq;
+  const rows = fresh.filter(logMatches).map(logRow);
+  if (rows.length) {
+    const ol = $("log");
+    const atBottom = ol.scrollTop + ol.clientHeight >= ol.scrollHeight - 30;
+    if (rows.length >= MAX_LOG_ROWS) ol.replaceChildren(...rows);
+    else {
+      ol.append(...rows);
+      for (let extra = ol.childElementCount - MAX_LOG_ROWS; extra > 0; extra -= 1) ol.firstElementChild.remove();
+    }
+    if (atBottom) ol.scrollTop = ol.scrollHeight;
+  }
+  logCount();
 }
 
 // ---------------------------------------------------------------------------------------------- events
@@ -785,8 +813,70 @@ async function probeWhenIdle() {
   }
 }
 
+// What the frequent events change (the message log, calls, the stderr lines) is drawn once per animation frame,
+// whatever number came meanwhile: a page that fell behind reads its backlog in chunks of thousands of events, and
+// drew (and laid out) the page once for each. S is always current; `dirty` says what the page has yet to show. An
+// event whose handling depends on what the page shows (a view's progress needs its call's box) has it drawn first.
+const dirty = { log: false, calls: new Set(), stderr: false };
+const DEFERRED = new Set(["log", "call", "serverlog", "stderr", "notification", "roots", "subscriptions", "extra"]);
+const DRAW_LATEST_MS = 250; // a hidden page gets no animation frames
+let drawPending = null;
+
+function scheduleDraw() {
+  if (dirty.calls.size >= MAX_CALLS_SHOWN) draw(); // (the pending work stays bounded, frames or none)
+  else if (!drawPending) drawPending = { frame: requestAnimationFrame(draw), timer: setTimeout(draw, DRAW_LATEST_MS) };
+}
+
+function draw() {
+  if (drawPending) {
+    cancelAnimationFrame(drawPending.frame);
+    clearTimeout(drawPending.timer);
+    drawPending = null;
+  }
+  if (dirty.log) drawNewLog();
+  if (dirty.calls.size) {
+    const ids = [...dirty.calls];
+    dirty.calls.clear();
+    for (const id of ids) if (S.calls.has(id)) renderCall(S.calls.get(id));
+    dropOldCalls();
+  }
+  if (dirty.stderr) {
+    dirty.stderr = false;
+    if ($("stderr")) $("stderr").textContent = S.stderr.join("\n");
+  }
+  document.body.dataset.draws = String(Number(document.body.dataset.draws || 0) + 1);
+}
+
+function dropCall(el, reason) {
+  closeView(el.dataset.id, reason);
+  S.calls.delete(el.dataset.id);
+  dirty.calls.delete(el.dataset.id);
+  el.remove();
+}
+
+// The page shows every running call and the last MAX_CALLS_SHOWN finished ones: the oldest finished box goes, with
+// its view (a page that showed every call of a session grew without end, and so did each layout). Oldest by start,
+// not by place: a state read again after a resync puts the calls the page had not shown on top.
+function dropOldCalls() {
+  const finished = [...$("calls").children].filter((el) => el.dataset.status !== "running");
+  if (finished.length <= MAX_CALLS_SHOWN) return;
+  const started = (el) => (S.calls.get(el.dataset.id) || {}).started || 0;
+  finished.sort((a, b) => started(b) - started(a));
+  for (const el of finished.slice(MAX_CALLS_SHOWN)) dropCall(el, "the page shows only the last calls");
+}
+
 function onEvent(ev) {
   lastEventAt = Date.now();
+  if (held && ev.type !== "hello" && ev.type !== "resync") {
+    if (held.length < MAX_HELD) held.push(ev);
+    else {
+      held = []; // (what came before is in the state read again)
+      once("refresh", refresh);
+    }
+    return;
+  }
+  if (DEFERRED.has(ev.type)) scheduleDraw();
+  else draw();
   switch (ev.type) {
     case "hello":
       S.log = ev.log || [];
@@ -801,10 +891,11 @@ function onEvent(ev) {
       renderDev();
       break;
     case "log":
-      addLog(ev.entry);
+      if (!S.log.length || ev.entry.seq > S.log[S.log.length - 1].seq) addLog(ev.entry); // (held: maybe read already)
       break;
     case "call":
-      renderCall(ev.call);
+      S.calls.set(ev.call.id, ev.call);
+      dirty.calls.add(ev.call.id);
       break;
     case "view-progress":
       viewProgress(ev.viewId, ev.params);
@@ -831,7 +922,7 @@ function onEvent(ev) {
     case "stderr":
       S.stderr.push(ev.line);
       if (S.stderr.length > MAX_SERVER_LINES) S.stderr.shift();
-      if ($("stderr")) $("stderr").textContent = S.stderr.join("\n");
+      dirty.stderr = true;
       break;
     case "roots":
       if (S.state) S.state.roots = ev.roots;
@@ -841,6 +932,7 @@ function onEvent(ev) {
       break;
     case "resync":
       document.body.dataset.resyncs = String(Number(document.body.dataset.resyncs || 0) + 1);
+      if (held) held = []; // (what came before is in the state read again)
       once("refresh", refresh);
       break;
     default:
@@ -901,14 +993,13 @@ function applyState(state, initial) {
     // Drawn again (the event stream reopened, or a resync): a call still kept is redrawn in place, so its MCP Apps
     // view lives on (views close when the connection they were opened on is replaced, below); a call no longer
     // kept goes, with its view.
+    draw(); // (a call not yet drawn is drawn to go now, not later from what the page took in before this state)
     const kept = new Set((state.calls || []).map((c) => c.id));
     for (const el of [...$("calls").querySelectorAll(":scope > .call")]) {
-      if (kept.has(el.dataset.id)) continue;
-      closeView(el.dataset.id, "the inspector no longer keeps its call");
-      S.calls.delete(el.dataset.id);
-      el.remove();
+      if (!kept.has(el.dataset.id)) dropCall(el, "the inspector no longer keeps its call");
     }
     for (const c of state.calls || []) renderCall(c);
+    dropOldCalls();
     clear($("asks"));
     S.asks.clear();
     for (const r of state.pending || []) renderAsk(r);
@@ -925,14 +1016,25 @@ function applyState(state, initial) {
   }
 }
 
+// The state and the log are read while events still come, and the answer may be older than the events the page takes
+// in meanwhile (it came after 9,000 of them in a burst): those events are held and applied after it, in order (a
+// call finished meanwhile is not shown running again, one started meanwhile not dropped). Past MAX_HELD the held
+// events are dropped and the state read once more, as the inspector does for a page that falls behind.
+const MAX_HELD = 4000;
+let held = null;
+
 async function refresh() {
+  held = [];
   const r = await api("state");
-  if (!r.error) applyState(r.result, true);
   const l = await api("log", { since: 0 });
+  const events = held;
+  held = null;
+  if (!r.error) applyState(r.result, true);
   if (!l.error) {
     S.log = l.result.entries;
     renderLog();
   }
+  for (const ev of events) onEvent(ev);
 }
 
 async function stream() {
@@ -954,10 +1056,9 @@ async function stream() {
         const { value, done } = await reader.read();
         if (done) break;
         buf += decoder.decode(value, { stream: true });
-        let at;
-        while ((at = buf.indexOf("\n\n")) >= 0) {
-          const chunk = buf.slice(0, at);
-          buf = buf.slice(at + 2);
+        let start = 0; // (the buffer is cut once per read, not once per event: a backlog's read holds thousands)
+        for (let at; (at = buf.indexOf("\n\n", start)) >= 0; start = at + 2) {
+          const chunk = buf.slice(start, at);
           const data = chunk.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
           if (data) {
             try {
@@ -967,6 +1068,7 @@ async function stream() {
             }
           }
         }
+        buf = buf.slice(start);
       }
     } catch (err) {
       /* the stream broke: try again */
