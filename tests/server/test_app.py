@@ -755,7 +755,7 @@ async def test_an_inline_tool_that_adds_a_tool_during_a_hand_over_leaves_the_loo
 
     @app.tool(thread=False)
     def grow() -> str:
-        time.sleep(0.15)  # the watch hands the loop over after 10-20 ms
+        time.sleep(0.15)  # the watch hands the loop over after 10-15 ms
         app.add_tool(lambda: "x", name="grown")
         return "ok"
 

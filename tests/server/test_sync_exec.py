@@ -222,7 +222,7 @@ async def test_fast_sync_function_learns_to_run_inline(kind: str) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 async def test_learned_inline_function_that_runs_long_never_stalls_other_requests(kind: str) -> None:
     """Issue 16 items 1-2, the worst case: a learned-inline function suddenly sleeps 1 s on the event loop's
-    thread. The loop is handed to a stand-in thread within two watchdog ticks (10-20 ms), so pings and async
+    thread. The loop is handed to a stand-in thread within 10-15 ms, so pings and async
     tool calls sent meanwhile are answered within 50 ms; the slow call's answer comes when it returns. Inline
     calls are timed with the clock alone, which cannot tell a wait from the OS running something else, so the
     first long call makes the function's calls timed exactly and the second (again inline, the loop served all

@@ -273,7 +273,7 @@ async def _during_hand_over(second: dict[str, Any]) -> tuple[tuple[int, bytes], 
     @app.tool(thread=False)
     def slow() -> str:
         ran.append(threading.current_thread() is threading.main_thread())
-        time.sleep(0.4)  # the watch hands the loop over after 10-20 ms
+        time.sleep(0.4)  # the watch hands the loop over after 10-15 ms
         return "done"
 
     async with running(app, json_response=True) as (base, _), httpx.AsyncClient(timeout=10) as http:

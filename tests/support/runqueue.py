@@ -5,12 +5,23 @@ A test that bounds how long an event loop goes unserved measures wall time, whic
 shared with CPU hogs and other test runs, load 20-30) holds whatever time the threads that must act were
 runnable and waiting for a CPU. :class:`RunQueue` sums that time over every thread of the processes that take part
 (this one, a server subprocess, the helper processes they started), so a test can bound the delay net of it: the
-same bound as on an idle machine, where the sum stays near zero."""
+same bound as on an idle machine, where the sum stays near zero.
+
+Reading it costs system calls, which let go of the GIL: while a thread of the process computes, each one waits a
+switch interval to take the GIL back, and the reading makes the delays it should measure. :class:`Sampled` reads it
+from a child process instead (this file, run as a script), and gives the sum at any moment from its samples.
+"""
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import json
 import os
+import select
+import subprocess
+import sys
+import time
 
 
 def _children(pid: int) -> list[int]:
@@ -33,8 +44,9 @@ class RunQueue:
     stand-in runs the loop); threads that wait for a CPU side by side (two that wake on timers of their own) add
     up to more than the delay they caused, so on a loaded machine a bound net of this sum is lenient."""
 
-    def __init__(self, *pids: int) -> None:
+    def __init__(self, *pids: int, leave_out: int = 0) -> None:
         self.roots = pids or (os.getpid(),)
+        self.leave_out = leave_out  # a process (and its threads) not to read: the sampler's own
         self.available = os.path.exists("/proc/self/task")
         self.pids: list[int] = []
         self.files: dict[tuple[int, int], int] = {}  # (pid, thread id) -> its schedstat, open (a reading: a pread)
@@ -50,6 +62,8 @@ class RunQueue:
         todo = list(self.roots)
         while todo and self.available:
             pid = todo.pop()
+            if pid == self.leave_out:
+                continue
             pids.append(pid)
             todo += _children(pid)
         self.pids = pids
@@ -87,3 +101,54 @@ class RunQueue:
         self.total += sum(ns - last.get(key, 0) for key, ns in now.items())
         self.last = now
         return self.total / 1e9
+
+
+class Sampled:
+    """:class:`RunQueue` of this process (and its descendants) read every ``every`` seconds by a child process, which
+    takes none of this process's GIL; :meth:`stop` ends the sampling, then :meth:`at` gives the sum at any moment in
+    between (``time.perf_counter()``, the same clock in both processes on Linux), linear between two samples. The
+    sampler's own threads are not counted. Where ``/proc`` does not say, every sum is 0.0."""
+
+    def __init__(self, every: float = 0.001) -> None:
+        self.samples: list[tuple[float, float]] = []
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", __file__, str(os.getpid()), str(every)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        assert self.proc.stdout is not None
+        self.proc.stdout.readline()  # (it samples from now on)
+
+    def stop(self) -> None:
+        """End the sampling and take the samples."""
+        out, _ = self.proc.communicate(timeout=30)
+        self.samples = [(t, q) for t, q in json.loads(out)]
+
+    def at(self, when: float) -> float:
+        """The run-queue seconds summed from the first sample to ``when``."""
+        times = [t for t, _ in self.samples]
+        i = bisect.bisect_left(times, when)
+        if i == 0 or i == len(times):
+            return self.samples[min(i, len(times) - 1)][1] if times else 0.0
+        (t0, q0), (t1, q1) = self.samples[i - 1], self.samples[i]
+        return q0 + (q1 - q0) * (when - t0) / (t1 - t0)
+
+
+def _sample(pid: int, every: float) -> None:
+    """The sampler: read the run queue of ``pid`` and its descendants (but this process) every ``every`` seconds
+    until stdin closes, then write the samples to stdout as JSON."""
+    queued = RunQueue(pid, leave_out=os.getpid())
+    samples: list[tuple[float, float]] = []
+    print("sampling", flush=True)
+    refreshed = 0.0
+    while not select.select([sys.stdin], [], [], every)[0]:
+        now = time.perf_counter()
+        if now - refreshed > 0.02:
+            queued.refresh()  # (threads and helper processes started meanwhile)
+            refreshed = now
+        samples.append((now, queued()))
+    json.dump(samples, sys.stdout)
+
+
+if __name__ == "__main__":
+    _sample(int(sys.argv[1]), float(sys.argv[2]))

@@ -12,7 +12,9 @@ What the rest of mcpkit asks of the runtime, and nothing else:
   :func:`delay_between`: the same of the process's other threads), the time of garbage
   collections (:data:`gc_time`, counted once :func:`hook_gc` ran).
 * :data:`TICKS` counts the watchdog's wakes (a short GIL wait that overlaps one is not the function's fault);
-  :func:`running_guard` / :func:`handoff_for` give the guard of a loop, for diagnostics and tests.
+  :func:`running_guard` / :func:`handoff_for` give the guard of a loop, for diagnostics and tests;
+  :func:`switch_interval` is the GIL's switch interval as it is while no loop is handed over (the hand-over holds it
+  shorter meanwhile).
 * :class:`WorkerPool` is the default executor of the event loops ``mcpkit.run`` creates: daemon threads, and a
   shutdown that waits a bounded grace for the work in flight (:func:`name_work` names it in the warning);
   :func:`pool_of` gives a loop's, whose ``settle()`` the server's lifespan awaits before its cleanup.
@@ -38,6 +40,7 @@ from .handoff import (
     read_in_chunks,
     run_inline,
     running_guard,
+    switch_interval,
 )
 from .usage import Usage, clock, delay_between, gc_time, hook_gc, others_delay, run_delay, thread_usage
 from .workers import DEFAULT_WORKER_GRACE, WorkerPool, install_pool, name_work, pool_of
@@ -67,5 +70,6 @@ __all__ = [
     "run_delay",
     "run_inline",
     "running_guard",
+    "switch_interval",
     "thread_usage",
 ]

@@ -3,9 +3,9 @@
 A plain ``def`` learned to be fast runs inline on the event loop (see :mod:`mcpkit.server.sync_exec`): no thread
 hand-off, the speed of an ``async def``. Python cannot move a running call off a thread, so a function that suddenly
 blocks (a slow disk, a lock, ``time.sleep``) would stall every other request for as long as it runs. Instead,
-the *loop* moves: a watchdog notices an inline call that has run for two of its ticks (10-20 ms), and a
-stand-in thread takes over running the loop (``_run_once``) while the call goes on. When the call returns, its
-thread takes the loop back at the stand-in's next turn and carries on where it was. Other requests are
+the *loop* moves: a watchdog notices an inline call that has run for 10 ms (it looks every 5 ms: 10-15 ms after the
+call's start), and a stand-in thread takes over running the loop (``_run_once``) while the call goes on. When the
+call returns, its thread takes the loop back at the stand-in's next turn and carries on where it was. Other requests are
 served all along; the slow call's own request simply finishes later. (Go's runtime does the same for a
 goroutine stuck in a system call: its processor passes to another OS thread.)
 
@@ -26,7 +26,7 @@ Who watches: a small helper process (:mod:`.loop_watch`) where one can be starte
 to run; one per loop that makes inline calls, ~10 MB, started at the first inline call, ended when the loop is
 gone), else a watchdog thread here (``MCPKIT_LOOP_WATCH=thread`` asks for the thread). The loop's thread writes
 each inline call's number into a memory cell the helper shares and reads every tick; the helper reports a call seen
-on two ticks in a row through a pipe, to a thread that waits for it here without the GIL. A watchdog *thread* has
+on looks 10 ms apart through a pipe, to a thread that waits for it here without the GIL. A watchdog *thread* has
 to take the GIL at every tick instead, and on a loop busy with requests it waits for it while the loop's thread
 keeps taking it back: measured, that cost a saturated server 5% of its throughput (Streamable HTTP, 32 concurrent,
 plain ``def`` tools: 141 µs of server CPU per call with the thread, 134 without; with the helper 130, as fast as
@@ -34,12 +34,17 @@ plain ``def`` tools: 141 µs of server CPU per call with the thread, 134 without
 message), and again if the helper dies.
 
 Costs: the guard adds about 0.5 µs to an inline call (a thread-id lookup, a few attribute writes, a list append
-and pop, two writes to the cell); the watch ticks every 10 ms while inline calls happen and every 100 ms (helper)
-or not at all (thread) after a second without them; the stand-in thread exists only after a first hand-over.
-Worst case: a call that blocks stalls the loop for 10-20 ms per hand-over (the
-watchdog's two ticks), plus the GIL's switch interval (5 ms) when the call computes in Python instead of
-waiting; with the helper, up to 110 ms for a call that starts blocking after a second without inline calls (its
-idle ticks).
+and pop, two writes to the cell); the watch looks every 5 ms while inline calls happen and every 100 ms (helper)
+or not at all (thread) after a second without them; the stand-in thread waits, parked, from the loop's first
+inline call (started at the first hand-over, it made that hand-over wait for the GIL twice more).
+Worst case: a call that blocks stalls the loop for 10-15 ms per hand-over (the watch's looks), plus, when the call
+computes in Python instead of waiting, the GIL's switch interval (5 ms by default) once, for the thread that hears
+the helper (or the watchdog thread's looks): while a loop is handed over, or its watchdog thread is about to hand
+it over, the process's switch interval is held at 1 ms (:data:`QUICK_SWITCH_S`), so the stand-in's steps and the
+turns it serves wait at most that long for the GIL (measured, CPython 3.11-3.13 on a machine with a CPU free: the
+gap a computing call starts in, 45-60 ms with 5 ms waits and the stand-in started at the hand-over, is 24-32 ms;
+the loop's later gaps 10-20 ms, now 6-8 ms). With the helper, up to 110 ms for a call that starts blocking after
+a second without inline calls (its idle looks).
 A call that holds the GIL in C code for long stalls every thread, so no thread can help it.
 """
 
@@ -67,8 +72,16 @@ from .usage import clock, gc_time, thread_usage
 logger: logging.Logger = logging.getLogger("mcpkit.server.sync")
 
 
-#: How often (seconds) the watchdog looks at the inline call under way: a call seen twice is handed over.
+#: How long (seconds) the watch must see an inline call under way to hand the loop over: a call seen on looks this far
+#: apart is handed over.
 TICK_S = 0.010
+#: How often (seconds) the watch looks at the inline call under way, while inline calls happen: twice per
+#: :data:`TICK_S`, so a call that runs long is handed over 10 to 15 ms after its start (not 10 to 20).
+LOOK_S = TICK_S / 2
+#: The GIL's switch interval (seconds) while a loop is handed over, or its watchdog thread is about to hand it
+#: over: the threads that serve the loop then wait at most this long for a thread that computes to let go of the
+#: GIL (see :func:`_quicken`).
+QUICK_SWITCH_S = 0.001
 #: Seconds without inline calls after which the watchdog sleeps until the next one.
 IDLE_S = 1.0
 
@@ -232,6 +245,7 @@ class LoopHandoff:
         "_handovers",
         "_loop",
         "_parked",
+        "_quick",
         "_ready",
         "_reclaim",
         "_seq",
@@ -269,6 +283,7 @@ class LoopHandoff:
         self._watchdog: threading.Thread | None = None
         self._stand_in: threading.Thread | None = None
         self._handovers = 0
+        self._quick = False  # this guard holds the switch interval at QUICK_SWITCH_S (see _quicken)
 
     @property
     def handovers(self) -> int:
@@ -285,30 +300,41 @@ class LoopHandoff:
         if self._watchdog is None or not self._watchdog.is_alive():  # (not alive: this is a forked child)
             self._watchdog = threading.Thread(target=self._watch, name="mcpkit-loop-watchdog", daemon=True)
             self._watchdog.start()
+        self._prepare_stand_in()
         self._wake.set()
 
     def _watch(self) -> None:
         seen = 0
+        count = 0  # how many looks in a row after the first have seen the call ``seen``
+        looks = max(1, round(TICK_S / LOOK_S))
         quiet_since = time.monotonic()
         last_seq = -1
         while True:
             loop = self._loop()
             if loop is None or loop.is_closed():
+                _quicken(self, False)
                 self._go.set()  # let a parked stand-in end too
                 return
             del loop
             if self._cell is not None and not self._slot:
                 # The helper process watches now: every call from here on writes its cell (a call reads the cell
                 # after it fills the slot, so none can slip between this look and the helper).
+                _quicken(self, False)
                 self._watchdog = None
                 return
             TICKS[0] += 1
             slot = self._slot
             job = slot[0] if slot else 0
-            if job:
-                if job == seen and not self.lost:
-                    self._hand_over(job)
-                seen = job
+            count = count + 1 if job and job == seen else 0
+            if count >= looks and not self.lost:
+                self._hand_over(job)
+            elif count and not self.lost:
+                # Its next look hands it over: this thread then waits for the GIL a short switch interval (not
+                # the default 5 ms) when the call computes, and so does the stand-in
+                _quicken(self, True)
+            elif not count and not self.lost:
+                _quicken(self, False)
+            seen = job
             if self._seq != last_seq or job:
                 last_seq = self._seq
                 quiet_since = time.monotonic()
@@ -322,7 +348,7 @@ class LoopHandoff:
                 if woken:
                     quiet_since = time.monotonic()
                 continue
-            time.sleep(TICK_S)
+            time.sleep(LOOK_S)
 
     def _hand_over(self, job: int) -> None:
         loop = self._loop()
@@ -336,15 +362,22 @@ class LoopHandoff:
         except ValueError:
             return  # the call ended meanwhile: its thread goes on running the loop
         self.lost = True
+        _quicken(self, True)
         assert _current_tasks is not None
         self._task = _current_tasks.pop(loop, None)
         self._handovers += 1
-        if self._stand_in is None or not self._stand_in.is_alive():
-            self._stand_in = threading.Thread(target=self._stand_in_main, name="mcpkit-loop-stand-in", daemon=True)
-            self._stand_in.start()
+        self._prepare_stand_in()
         self._go.set()
 
     # ------------------------------------------------------------------ the stand-in
+
+    def _prepare_stand_in(self) -> None:
+        """Start the stand-in thread (parked until a hand-over), unless it runs. It starts with the watch, not at the
+        first hand-over: starting a thread there waits for the GIL twice more (the new thread's start, then the
+        hand-over's turn again), each a switch interval when the call computes."""
+        if self._stand_in is None or not self._stand_in.is_alive():  # (not alive: this is a forked child)
+            self._stand_in = threading.Thread(target=self._stand_in_main, name="mcpkit-loop-stand-in", daemon=True)
+            self._stand_in.start()
 
     def _stand_in_main(self) -> None:
         while True:
@@ -403,12 +436,49 @@ class LoopHandoff:
             # run some of them: make sure the count is still there (no-ops that cost nothing)
             for _ in range(ready - len(loop._ready)):
                 loop._ready.append(asyncio.events.Handle(_noop, (), loop, None))
+        _quicken(self, False)
         self.lost = False
         error, self._error = self._error, None
         if interrupted is not None:
             raise interrupted
         if error is not None:
             raise error
+
+
+# ------------------------------------------------------------------------------------------- the switch interval
+
+_quick_lock = threading.Lock()
+_quick_guards: weakref.WeakSet[LoopHandoff] = weakref.WeakSet()  # the guards that hold the interval short
+_switch_before = [0.0]  # the switch interval before the first of them
+
+
+def _quicken(h: LoopHandoff, on: bool) -> None:
+    """Hold the GIL's switch interval at :data:`QUICK_SWITCH_S` while ``h`` hands its loop over or has it handed over
+    (``on``), or let go of it. A thread that asks for the GIL held by a thread that computes waits a switch interval
+    before the holder must let go: the default 5 ms, at each step of a hand-over (the stand-in's start, each
+    ``select`` of its turns) and at each turn of the loop the stand-in then serves. The interval is the process's:
+    it is set back when no guard holds it any more, unless something else changed it meanwhile."""
+    with _quick_lock:
+        if h._quick == on:
+            return
+        h._quick = on
+        if on:
+            if not _quick_guards:
+                _switch_before[0] = sys.getswitchinterval()
+                if _switch_before[0] > QUICK_SWITCH_S:
+                    sys.setswitchinterval(QUICK_SWITCH_S)
+            _quick_guards.add(h)
+        else:
+            _quick_guards.discard(h)
+            if not _quick_guards and _switch_before[0] > QUICK_SWITCH_S == sys.getswitchinterval():
+                sys.setswitchinterval(_switch_before[0])
+
+
+def switch_interval() -> float:
+    """The GIL's switch interval as it is while no loop is handed over (:func:`_quicken` shortens it meanwhile): how
+    long a thread may hold the GIL another one asked for, for a call that ran under either."""
+    with _quick_lock:
+        return max(sys.getswitchinterval(), _switch_before[0]) if _quick_guards else sys.getswitchinterval()
 
 
 # ---------------------------------------------------------------------------------------------- the helper process
@@ -440,7 +510,7 @@ def _start_watch(h: LoopHandoff) -> bool:
         opened += (alarm_r, alarm_w)
         life_r, life_w = os.pipe()
         opened += (life_r, life_w)
-        args = [str(fd), str(alarm_w), str(life_r), str(TICK_S * 1000), str(IDLE_S * 1000)]
+        args = [str(fd), str(alarm_w), str(life_r), str(LOOK_S * 1000), str(TICK_S * 1000), str(IDLE_S * 1000)]
         proc = subprocess.Popen(
             [sys.executable, "-I", "-S", _WATCH_SCRIPT, *args],
             pass_fds=(fd, alarm_w, life_r),

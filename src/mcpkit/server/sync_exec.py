@@ -59,9 +59,10 @@ block, though, and for those that cost is pure waste. So every sync function get
 
 Guarantee and worst case: a function on a worker thread never stalls other requests (beyond the GIL's switch
 interval for CPU-bound code, 5 ms by default). An inline call runs under the loop's hand-off guard
-(:mod:`mcpkit._runtime.handoff`): when it runs for two watchdog ticks (10-20 ms), a stand-in thread takes over
-running the event loop until the call returns, so a learned-inline function that suddenly blocks stalls other
-requests for at most 10-20 ms per long call, and three times when it blocks again within 1,000 calls: its first
+(:mod:`mcpkit._runtime.handoff`): when it runs for 10 ms (the watch sees it 10-15 ms after its start), a
+stand-in thread takes over running the event loop until the call returns, so a learned-inline function that
+suddenly blocks stalls other requests for at most 10-15 ms per long call, and three times when it blocks again
+within 1,000 calls: its first
 long call makes its calls exactly timed, the second makes it suspect, the third demotes it to the worker thread
 for good (a wait past ``long_ms`` + two switch intervals; a computation past ``long_ms`` + 10 ms, which the OS
 cannot feign, demotes it at the second; shorter waits, 12 ms at most by default, are forgiven while they are
@@ -70,7 +71,7 @@ be read, the second long call demotes it. One that blocks less often, once every
 ``3 + log2(n / 10,000) + log2(n / 1,000)``-th long call (each term rounded up, and only when positive; without
 the run-queue time ``2 + log2(n / 10,000)``) at the latest, since each window is twice the one before; on a
 busy machine, where measured calls show the OS preempting it, each suspicion starts again at 1,000 calls, so
-one that blocks less often may go on being handed over (10-20 ms each time) rather than be demoted. Where the
+one that blocks less often may go on being handed over (10-15 ms each time) rather than be demoted. Where the
 loop cannot be handed over (uvloop, a Python other than CPython 3.11-3.13), learned functions stay on the worker
 thread; a declared ``thread=False`` function runs inline there, unguarded. While the loop is handed over, inline
 functions run on worker threads. Declare ``thread=True`` for a function that can ever block; ``thread=False``
@@ -88,7 +89,6 @@ import contextvars
 import functools
 import inspect
 import logging
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -106,6 +106,7 @@ from .._runtime import (
     run_delay,
     run_inline,
     running_guard,
+    switch_interval,
     thread_usage,
 )
 
@@ -175,7 +176,7 @@ def _by_itself(u0: Any, u1: Any, wall: float, long_s: float) -> int:
         # it waited: for the GIL, another thread holds it at most a switch interval (5 ms) before it must hand it
         # over, so a longer wait is the function's own; but the wall time also holds any time the OS kept it off
         # the CPU meanwhile (one GIL hand-over to the watchdog in a preempted call is a wait)
-        return WAITED if wall > long_s + 2 * sys.getswitchinterval() else MAYBE
+        return WAITED if wall > long_s + 2 * switch_interval() else MAYBE
     return YES if u1.ru_nivcsw == u0.ru_nivcsw else NOT  # never preempted, never waited: it computed
 
 
@@ -193,7 +194,7 @@ def _by_sched(span: tuple[float, float, float, float, float], took: float, own: 
     if cpu - (took - own) > long_s:
         return YES
     waited = wall - cpu - queued
-    if waited - preempted > long_s + 2 * sys.getswitchinterval():
+    if waited - preempted > long_s + 2 * switch_interval():
         return YES  # longer than another thread can hold the GIL it asked for (unless the OS preempts it)
     return MAYBE if waited - woken > long_s else NOT
 
