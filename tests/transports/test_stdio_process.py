@@ -72,6 +72,33 @@ async def test_a_child_that_exits_is_reaped_without_anyone_waiting_for_it(reaper
     await t.close()
 
 
+@pytest.mark.parametrize("waits", ["waitid", "polls"])
+async def test_the_thread_reaper_records_the_exit_as_it_reaps(waits: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the thread reaps the child (no pidfd), a signal can never be sent to its pid once it is reaped (the
+    system may give the pid to another process by then): the moment the child is gone, reaped, its exit code is
+    known to ``send_signal``, though the loop has not run since (the thread tells the loop a turn later). Both ways
+    the thread waits: ``waitid`` without reaping, and looking every ``REAP_POLL_S`` where ``waitid`` is missing
+    (macOS)."""
+    monkeypatch.delattr(os, "pidfd_open", raising=False)
+    if waits == "polls":
+        monkeypatch.delattr(os, "waitid", raising=False)
+    t = StdioClientTransport(StdioServer([sys.executable, "-c", EXITS_ON_A_LINE], stderr="devnull"))
+    await t.start()
+    assert t.process is not None
+    pid = t.process.pid
+    assert _reaper_of(pid) == "thread"
+    await t.send(b"{}")  # the server reads it and exits
+    deadline = time.monotonic() + 10
+    while _exists(pid) and time.monotonic() < deadline:
+        time.sleep(0.001)  # (the loop does not run: only the thread can record the exit)
+    assert not _exists(pid), "the exited server was not reaped"
+    with pytest.raises(ProcessLookupError):
+        t.process.send_signal(signal.SIGTERM)
+    assert t.process.returncode == 3, "reaped, but its exit not recorded: a signal could go to its pid meanwhile"
+    assert await asyncio.wait_for(t.process.wait(), 5) == 3
+    await t.close()
+
+
 async def test_a_child_that_does_not_exit_is_killed_after_its_bound_and_reaped(reaper: str) -> None:
     """The server ignores the end of its stdin and SIGTERM: ``close()`` waits ``shutdown_timeout`` after each
     step, then SIGKILLs it, and returns once it is reaped (killed by signal 9), well within the bound."""

@@ -5,8 +5,13 @@ the helper task it starts to connect the pipes (CPython issues 125502 and 133536
 ``asyncio.run`` ending on an exception while a connection starts does exactly that, and the program never exits.
 So the server is started with :class:`subprocess.Popen` (synchronously, as asyncio does too), its pipes are wrapped
 with ``connect_read_pipe`` / ``connect_write_pipe`` by the caller, and the child is reaped here: through a pidfd the
-loop watches (Linux), else a daemon thread blocked in ``waitpid``. No task is involved, so no cancellation can lose
-the exit.
+loop watches (Linux), else a daemon thread. No task is involved, so no cancellation can lose the exit.
+
+A pid is free for the system to give to another process once its process is reaped, so a signal must never be sent
+to it after that. The pidfd's reaper reaps and records the exit in one callback of the loop, where signals are sent
+too. The thread reaps and records the exit under a lock that :meth:`ChildProcess.send_signal` holds while it sends:
+it waits for the exit without reaping (``waitid`` with ``WNOWAIT``), then reaps under the lock; where ``waitid`` is
+missing (macOS) it looks every :data:`REAP_POLL_S` seconds, under the lock each time (``waitpid`` with ``WNOHANG``).
 """
 
 from __future__ import annotations
@@ -18,10 +23,14 @@ import os
 import signal
 import subprocess
 import threading
+import time
 
 #: The exit code given to a child whose status someone else collected (another reaper waiting on every child):
 #: the same value asyncio gives it.
 UNKNOWN_EXIT = 255
+#: How often (seconds) the thread reaper looks whether the child has exited, where it cannot wait for the exit without
+#: reaping it (no ``waitid``: macOS).
+REAP_POLL_S = 0.05
 
 
 class ChildProcess:
@@ -35,6 +44,7 @@ class ChildProcess:
         self._loop = loop
         self._exited: asyncio.Future[int] = loop.create_future()
         self._pidfd = -1
+        self._reaping = threading.Lock()  # (the thread reaper's: reaping and recording the exit are one step)
         try:
             self._pidfd = os.pidfd_open(self.pid)
             loop.add_reader(self._pidfd, self._pidfd_ready)
@@ -57,9 +67,10 @@ class ChildProcess:
 
     def send_signal(self, sig: int) -> None:
         """Send ``sig`` to the process itself (not its group); ProcessLookupError once it has been reaped."""
-        if self._popen.returncode is not None:
-            raise ProcessLookupError(f"process {self.pid} has ended")
-        os.kill(self.pid, sig)
+        with self._reaping:  # (not between the thread reaper's reaping and its record of it: see the module's docs)
+            if self._popen.returncode is not None:
+                raise ProcessLookupError(f"process {self.pid} has ended")
+            os.kill(self.pid, sig)
 
     def terminate(self) -> None:
         """SIGTERM the process."""
@@ -84,11 +95,24 @@ class ChildProcess:
         self._set(code)
 
     def _wait_in_thread(self) -> None:
-        try:
-            _, status = os.waitpid(self.pid, 0)
-            code = os.waitstatus_to_exitcode(status)
-        except ChildProcessError:
-            code = UNKNOWN_EXIT
+        while True:
+            try:
+                os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)  # (the exit, left unreaped)
+            except AttributeError:  # (no waitid: macOS)
+                time.sleep(REAP_POLL_S)
+            except ChildProcessError:
+                pass  # (someone else reaped it: the waitpid below says so)
+            with self._reaping:
+                try:
+                    pid, status = os.waitpid(self.pid, os.WNOHANG)
+                except ChildProcessError:
+                    code = UNKNOWN_EXIT
+                else:
+                    if pid == 0:
+                        continue  # (still running: stopped, or no waitid to wait with)
+                    code = os.waitstatus_to_exitcode(status)
+                self._popen.returncode = code
+            break
         with contextlib.suppress(RuntimeError):  # (the loop is closed: nobody is left to tell)
             self._loop.call_soon_threadsafe(self._set, code)
 
