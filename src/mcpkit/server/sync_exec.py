@@ -358,7 +358,7 @@ class SyncPolicy:
         self.mode = THREAD
         logger.warning(
             "%s ran %.1f ms inline on the event loop (more than sync_long_ms=%g), holding up other requests "
-            "until the loop was handed to another thread (20 ms at most); it runs on a worker thread from now "
+            "until the loop was handed to another thread (15 ms at most); it runs on a worker thread from now "
             "on. Declare thread=True for functions that can block, or raise MCPKit(sync_long_ms=...).",
             self.what,
             took * 1000,
