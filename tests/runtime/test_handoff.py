@@ -212,6 +212,47 @@ async def test_the_switch_interval_is_short_only_while_the_loop_is_handed_over(w
         sys.setswitchinterval(original)
 
 
+async def test_a_late_second_hand_over_of_the_same_call_leaves_the_loops_return_alone() -> None:
+    """While the helper process starts, the watchdog thread and the helper both watch: both may see one call run
+    long, and the second may act on what it saw after the first has handed the loop over and the call has ended.
+    Forced here: the second hand-over comes while the call's thread takes the loop back, once the stand-in has
+    parked. It must change nothing: the call's thread still takes the loop back (it waited for ever when the late
+    hand-over cleared the stand-in's word that it had parked) and the loop goes on."""
+    guard = handoff_for(asyncio.get_running_loop())
+    assert guard is not None
+    parked = guard._parked
+    jobs: list[int] = []
+    late: list[bool] = []
+
+    class LateSecondWatch(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            assert parked.wait(10)  # (the stand-in has finished its turns)
+            second = threading.Thread(target=guard._hand_over, args=(jobs[0],))
+            second.start()
+            second.join()
+            took_back = parked.wait(5)  # (the real wait has no bound: it would never return)
+            late.append(took_back)
+            return True
+
+        def set(self) -> None:
+            parked.set()
+
+        def clear(self) -> None:
+            parked.clear()
+
+    def call(args: tuple[Any, ...], kw: dict[str, Any]) -> str:
+        jobs.append(guard._seq)
+        guard._parked = LateSecondWatch()
+        return str(sleeper(0, guard)(args, kw))
+
+    try:
+        assert _inline(call, (), {}) == threading.current_thread().name
+    finally:
+        guard._parked = parked
+    assert late == [True] and not guard.lost
+    assert await asyncio.wait_for(asyncio.sleep(0.01, "still served"), 1) == "still served"
+
+
 async def test_short_inline_calls_are_never_handed_over() -> None:
     """Calls far below the watchdog's tick run inline without a hand-over, however many there are (but for a call
     the OS kept under way for a tick or more, which the watch rightly hands over: none on an idle machine)."""

@@ -242,6 +242,7 @@ class LoopHandoff:
         "_cell",
         "_error",
         "_go",
+        "_handing",
         "_handovers",
         "_loop",
         "_parked",
@@ -277,6 +278,7 @@ class LoopHandoff:
         self._tried_watch = False  # the helper process is tried once: if it cannot run, the watch is a thread
         self._wake = threading.Event()
         self._go = threading.Event()  # starts the stand-in
+        self._handing = threading.Lock()  # held by a hand-over (see _hand_over)
         self._parked = threading.Event()  # the stand-in has finished its last turn
         self._task: Any = None  # the task of the interrupted turn
         self._error: BaseException | None = None  # what the stand-in's turn raised (re-raised by the owner)
@@ -351,6 +353,16 @@ class LoopHandoff:
             time.sleep(LOOK_S)
 
     def _hand_over(self, job: int) -> None:
+        # One hand-over at a time, and none while the loop is handed over: while the helper process starts, the
+        # watchdog thread and the helper's listener both watch, and the second to see a call may act after the
+        # first handed the loop over (it looked at ``lost`` before); its _parked.clear() would then erase the
+        # stand-in's word to a _take_back under way, which would wait for ever.
+        with self._handing:
+            if self.lost:
+                return
+            self._hand_over_now(job)
+
+    def _hand_over_now(self, job: int) -> None:
         loop = self._loop()
         if loop is None:
             return
