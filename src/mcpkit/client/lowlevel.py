@@ -20,7 +20,16 @@ from typing import TYPE_CHECKING, Any
 
 from .._options import check_choice, named_options
 from .._version import __version__
-from ..engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL, BaseConnection, Peer, RequestContext, Tap, hub_of
+from ..engine import (
+    DEFAULT_MAX_BATCH_SIZE,
+    MODERN_BATCH_REFUSAL,
+    ORIGIN,
+    BaseConnection,
+    Peer,
+    RequestContext,
+    Tap,
+    hub_of,
+)
 from ..protocol import versions
 from ..protocol.errors import (
     CapabilityNotSupported,
@@ -450,6 +459,16 @@ class ClientSession(RequestAnswering):
         return self.features is None or not self.features.modern
 
     async def _on_request(self, rc: RequestContext) -> JSONDict:
+        conn = self.conn
+        if isinstance(conn, BaseConnection) and conn.relates_requests:  # which request of ours it is about, if any
+            token = ORIGIN.set(conn.related(rc.id))
+            try:
+                return await self._answer_request(rc)
+            finally:
+                ORIGIN.reset(token)
+        return await self._answer_request(rc)
+
+    async def _answer_request(self, rc: RequestContext) -> JSONDict:
         method = rc.method
         if method == "ping":
             return {}

@@ -11,6 +11,7 @@ POST's response and not a message of the stream.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
+from contextvars import ContextVar
 from typing import Any, Final, NamedTuple, Protocol
 
 from ..protocol import jsonrpc
@@ -161,6 +162,13 @@ class Connection(Protocol):
     async def close(self) -> None: ...
 
 
+#: On whose behalf a request goes out, and which request a server's request is about. A caller that sends for
+#: someone sets it around the send (the task that sends sees it); a transport that relates the peer's requests to
+#: the request they arrived on (Streamable HTTP: the POST's own stream) keeps it with them, and the client session
+#: sets it again while its handlers answer one (:meth:`BaseConnection.related`). None: nobody, or not known.
+ORIGIN: ContextVar[object | None] = ContextVar("mcpkit_origin", default=None)
+
+
 class BaseConnection:
     """A :class:`Connection` with its optional capabilities declared, each with a default that does nothing.
 
@@ -172,6 +180,9 @@ class BaseConnection:
     #: the transport it is, as OpenTelemetry's ``network.transport`` names it ("pipe", "tcp", "unix"; None: not
     #: known, in memory): ``Server.serve`` gives it to the session's peer (``Peer.network``)
     network: str | None = None
+
+    #: whether :meth:`related` can tell which of this side's requests the peer's requests arrived on
+    relates_requests: bool = False
 
     def receive(self) -> Coroutine[Any, Any, bytes | None]:
         """One framed payload, or None at the end of input (an ``async def receive`` overrides it; a transport
@@ -197,6 +208,12 @@ class BaseConnection:
 
     def set_protocol_version(self, version: str) -> None:
         """The protocol version the client negotiated (for a transport that sends it in headers). Default: nothing."""
+
+    def related(self, request_id: Any) -> object | None:
+        """The :data:`ORIGIN` of the request of this side that the peer's request ``request_id`` arrived in
+        relation to (asked once: it is forgotten then); None when it came apart from any (or the transport cannot
+        tell: :attr:`relates_requests`)."""
+        return None
 
     async def wait_ready(self) -> None:
         """After :meth:`set_protocol_version`: until the connection can take the session's messages (a transport

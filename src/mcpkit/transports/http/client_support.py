@@ -21,6 +21,7 @@ import httpx
 import orjson
 
 from ..._aio import read_capped as _read_capped
+from ...engine import ORIGIN
 from ...protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed, InvalidParams, MCPError
 from ...protocol.versions import META_PROTOCOL_VERSION
 from .headers import NAME_FIELD, encode_header_value, header_text, param_headers_from_schema
@@ -37,6 +38,11 @@ MAX_TOOL_HEADERS = 10_000
 #: anything else (a server may send its requests there only, and drop them while no such stream is open); then it
 #: goes on without
 GET_OPEN_WAIT = 5.0
+
+#: the server's requests kept related to the request whose stream they arrived on (:class:`Relations`) until the
+#: client session's handler asks (at once, unless it is busy); beyond, the oldest is forgotten (it is then answered
+#: as a request that came apart from any)
+MAX_RELATED = 256
 
 # what either HTTP engine raises when a connection fails or the server breaks HTTP
 IO_ERRORS: tuple[type[Exception], ...] = (httpx.HTTPError, LiteHTTPError)
@@ -96,14 +102,61 @@ class HTTPTransportError(MCPError):
 class Exchange:
     """One request's POST, running in its own task."""
 
-    __slots__ = ("cancelled", "detached", "modern", "streaming", "task")
+    __slots__ = ("cancelled", "detached", "modern", "origin", "streaming", "task")
 
     def __init__(self, modern: bool) -> None:
         self.modern: bool = modern
+        self.origin: object | None = ORIGIN.get()  # (on whose behalf the caller sends it: see Relations)
         self.detached: bool = False
         self.cancelled: bool = False
         self.task: asyncio.Task[None] = None  # type: ignore[assignment]
         self.streaming: asyncio.Future[None] = None  # type: ignore[assignment]
+
+
+class Relations:
+    """The server's requests that arrived on the stream of a request sent on someone's behalf (an
+    :data:`~mcpkit.engine.ORIGIN` was set around its send): which origin each is about, by its id, until the client
+    session asks (:meth:`pop`). A handshake-era server sends there what a request of the client causes (the spec:
+    they SHOULD relate to it); only the stream says so, the message does not. At most :data:`MAX_RELATED`."""
+
+    __slots__ = ("_by_id",)
+
+    def __init__(self) -> None:
+        self._by_id: dict[Any, object] = {}
+
+    def note(self, data: bytes, origin: object) -> None:
+        """``data`` arrived on the stream of a request sent for ``origin``: if it is a request, remember so."""
+        if b'"method"' not in data:  # (answers, and most of what else comes, cheaply passed by)
+            return
+        try:
+            msg = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return
+        if not isinstance(msg, dict) or "method" not in msg or not isinstance(msg.get("id"), (str, int)):
+            return
+        rid = msg["id"]
+        if rid in self._by_id:  # (one id twice in flight: which is which cannot be told)
+            self._by_id[rid] = None
+            return
+        if len(self._by_id) >= MAX_RELATED:
+            del self._by_id[next(iter(self._by_id))]
+        self._by_id[rid] = origin
+
+    def pop(self, request_id: Any) -> object | None:
+        return self._by_id.pop(request_id, None) if self._by_id else None
+
+
+def initialize_answer(data: bytes, init_id: Any) -> str | None:
+    """When ``data`` answers the ``initialize`` request ``init_id``: the version it names ("" for none)."""
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(obj, dict) or obj.get("id") != init_id:
+        return None
+    result = obj.get("result")
+    version = result.get("protocolVersion") if isinstance(result, dict) else None
+    return version if isinstance(version, str) else ""
 
 
 def wake(ready: asyncio.Future[None]) -> None:

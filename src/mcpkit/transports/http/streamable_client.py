@@ -65,11 +65,13 @@ from .client_support import (
     HTTPResponse,
     HTTPTransportError,
     ModernHeaders,
+    Relations,
     ResponseTooLarge,
     StandaloneStream,
     answers_request,
     fast_path_applies,
     holds_answer,
+    initialize_answer,
     json_rpc_error,
     sse_events,
     wake,
@@ -83,7 +85,8 @@ TERMINATE_TIMEOUT = 2.0  # seconds the DELETE that ends a session may take befor
 
 
 class StreamableHTTPClientTransport(BaseConnection):
-    """The client end of Streamable HTTP.
+    """The client end of Streamable HTTP (a handshake-era server's requests related to the request whose stream
+    they arrived on: :class:`~.client_support.Relations`).
 
     Args:
         url: the MCP endpoint (``http://127.0.0.1:8000/mcp``).
@@ -107,6 +110,8 @@ class StreamableHTTPClientTransport(BaseConnection):
             least ``min_reconnect_delay``) up to this many seconds; a stream that stayed open ``stable_stream``
             seconds resets the attempt count.
     """
+
+    relates_requests = True
 
     def __init__(
         self,
@@ -155,6 +160,7 @@ class StreamableHTTPClientTransport(BaseConnection):
         self.modern_headers: ModernHeaders = ModernHeaders()
         self._init_id: Any = None
         self._exchanges: dict[Any, Exchange] = {}
+        self.relations: Relations = Relations()  # the server's requests, by the request they arrived on
         self._expired: str | None = None  # a session found gone by a background exchange: raise on next send
         self._closed = False
         self._fail_request: Callable[[Any, BaseException], None] | None = None
@@ -399,27 +405,18 @@ class StreamableHTTPClientTransport(BaseConnection):
     # ------------------------------------------------------------------ incoming
 
     async def _deliver(self, data: bytes) -> None:
-        if self._init_id is not None:
-            self._learn_version(data)
+        if self._init_id is not None and (version := initialize_answer(data, self._init_id)) is not None:
+            # the InitializeResult fixes the version: even ``notifications/initialized`` carries the header
+            self._init_id = None
+            if versions.is_supported(version):
+                self.protocol_version = version
+                self._version_header = versions.features(version).protocol_version_header
         if self.modern_headers.tools_list_ids and b'"tools"' in data:
             data = self.modern_headers.learn_tools(data)
         await self._inbox.put(data)
 
-    def _learn_version(self, data: bytes) -> None:
-        """The InitializeResult fixes the version: even ``notifications/initialized`` carries the header."""
-        try:
-            obj = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            return
-        if not isinstance(obj, dict) or obj.get("id") != self._init_id:
-            return
-        self._init_id = None
-        result = obj.get("result")
-        version = result.get("protocolVersion") if isinstance(result, dict) else None
-        if versions.is_supported(version):
-            assert isinstance(version, str)
-            self.protocol_version = version
-            self._version_header = versions.features(version).protocol_version_header
+    def related(self, request_id: Any) -> object | None:
+        return self.relations.pop(request_id)
 
     async def _read_post_stream(self, resp: HTTPResponse, rid: Any, exchange: Exchange | None) -> None:
         """Read one POST's SSE stream; resume via GET + Last-Event-ID until the response to ``rid`` arrives.
@@ -437,6 +434,8 @@ class StreamableHTTPClientTransport(BaseConnection):
                     if ev.data:
                         if rid is not None and answers_request(ev.data, rid):
                             got = True
+                        elif exchange is not None and exchange.origin is not None:  # (see Relations)
+                            self.relations.note(ev.data, exchange.origin)
                         await self._deliver(ev.data)
             except SSEEventTooLarge:
                 await resp.aclose()
