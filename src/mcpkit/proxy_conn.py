@@ -7,10 +7,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from .client.client import Client
+from .engine import ORIGIN
 from .protocol.errors import MCPError, MethodNotFound
 from .protocol.jsonrpc import JSONDict
 from .proxy_rounds import _Lease
@@ -66,18 +67,30 @@ class _Conn:
         self.primary = primary
         self.client: Client | None = None
         self.inflight: list[ServerRequestContext] = []
-        self.leases: list[_Lease] = []  # one at a time, unless the upstream speaks 2026-07-28 (it never asks)
+        self.leases: list[_Lease] = []  # one at a time, unless shared (see Upstream.lease)
+        #: told when the upstream asks something apart from any request while a request holds the connection
+        self.on_unrelated: Callable[[], None] | None = None
         self.caps: JSONDict | None = None  # the client capabilities it declares upstream (None: all it can)
+        self.pooled = False  # (the primary) among the pool's connections: it serves what its clients declare too
         self.watched: frozenset[str] = frozenset()  # (a pooled stdio process) the URIs it is subscribed to
         self.tools_changes: int = 0  # the times the upstream said its tools changed here (searched again)
 
-    @property
-    def lease(self) -> _Lease | None:
-        """The 2026-07-28 request this connection speaks for, when there is exactly one."""
+    def asked_for(self) -> _Lease | None:
+        """The 2026-07-28 request what the upstream asks now is about: the one it arrived in relation to (the
+        upstream said so: :data:`~mcpkit.engine.ORIGIN`; refused when that one has ended), else the request that
+        holds the connection, when exactly one does (an ask apart from any request tells the upstream does not
+        relate them: :attr:`on_unrelated`)."""
+        origin = ORIGIN.get()
+        if isinstance(origin, _Lease):
+            if origin not in self.leases:
+                raise MCPError("the request of the proxy's client this is about has ended")
+            return origin
+        if self.leases and self.on_unrelated is not None:
+            self.on_unrelated()
         return self.leases[0] if len(self.leases) == 1 else None
 
     def _speaker(self) -> ServerRequestContext | None:
-        if self.leases:
+        if self.leases:  # (log messages: only a request that holds the connection alone hears them)
             return self.leases[0].sctx if len(self.leases) == 1 else None
         return self.inflight[0] if len(self.inflight) == 1 else None
 
@@ -93,7 +106,7 @@ class _Conn:
         asking = ASKING.get()
         if asking is not None:  # an input round of a 2026-07-28 upstream, for a handshake-era client's request
             return await asking.ask(method, params)
-        lease = self.lease
+        lease = self.asked_for()
         if lease is not None:
             if method not in ("roots/list",) and not lease.sctx.has_client_capability(_ask_capability(method)):
                 raise MethodNotFound(f"Method not found: {method} (the client did not declare it)")
@@ -105,6 +118,11 @@ class _Conn:
             return await sctx.ask(method, params)
         if self.session is not None:
             return await self.session.request(method, params)
+        if self.leases:
+            raise MethodNotFound(
+                f"Method not found: {method} (requests of several clients share the upstream connection, and the "
+                "upstream did not say which one this is about)"
+            )
         raise MethodNotFound(f"Method not found: {method} (no client to ask)")
 
     async def sample(self, params: JSONDict) -> JSONDict:
@@ -158,8 +176,8 @@ def _ask_capability(method: str) -> str:
 
 def caps_key(caps: JSONDict | None) -> str:
     """What of a client's capabilities an upstream connection declares, as a key (None: everything)."""
-    if caps is None:
-        return "*"
+    if caps is None:  # (what the primary declares: what a client declaring every capability it relays declares)
+        return "roots,sampling,tools,elicitation,url"
     sampling, elicitation = caps.get("sampling"), caps.get("elicitation")
     parts = [
         "roots" if "roots" in caps else "",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 
+from .engine import ORIGIN
 from .protocol.errors import InvalidParams, MCPError
 from .protocol.jsonrpc import JSONDict
 from .protocol.versions import META_LOG_LEVEL
@@ -84,9 +85,13 @@ class Forwarding(MCPKit):
         exchange = Exchange(lease, None, progress)  # type: ignore[arg-type]
         if progress is not None:
             progress.target = lambda: exchange.lease.sctx
-        exchange.task = asyncio.get_running_loop().create_task(
-            lease.conn.client.session.request(method, params, on_progress=progress, answer_input=False)
-        )
+        token = ORIGIN.set(lease)  # (the upstream's requests on its stream are this lease's: Upstream._shares)
+        try:
+            exchange.task = asyncio.get_running_loop().create_task(
+                lease.conn.client.session.request(method, params, on_progress=progress, answer_input=False)
+            )
+        finally:
+            ORIGIN.reset(token)
         return await self._await_exchange(exchange, method, upstream)
 
     async def _forward_session(

@@ -20,13 +20,21 @@ MAX_ASKS = 64
 """What the upstream may ask at once in one 2026-07-28 request before the proxy answers for its client."""
 
 
+MAX_SHARED = 32
+"""2026-07-28 requests one handshake-era upstream connection serves at once when it shares (:class:`_Lease`): a
+request beyond waits for one of them to end, or (``pool_size`` > 1) gets another connection."""
+
+
 class _Lease:
     """A 2026-07-28 request's hold on a pool connection: what the upstream asks meanwhile waits in ``asks`` (at
-    most :data:`MAX_ASKS`), and wakes ``waker``, the future the request's exchange waits on."""
+    most :data:`MAX_ASKS`), and wakes ``waker``, the future the request's exchange waits on. A ``shared`` one is
+    held beside others (at most :data:`MAX_SHARED`): what the upstream asks is this request's only when the
+    upstream says so (:data:`~mcpkit.engine.ORIGIN`), and its log messages only while it is alone."""
 
-    def __init__(self, conn: Any, sctx: ServerRequestContext) -> None:
+    def __init__(self, conn: Any, sctx: ServerRequestContext, shared: bool = False) -> None:
         self.conn = conn
         self.sctx = sctx
+        self.shared = shared
         self.asks: deque[tuple[str, JSONDict, asyncio.Future[JSONDict]]] = deque()
         self.waker: asyncio.Future[None] | None = None
 
@@ -130,4 +138,4 @@ class Exchange:
         self.expiry: asyncio.TimerHandle | None = None
 
 
-__all__ = ["MAX_ASKS", "ProgressRelay"]
+__all__ = ["MAX_ASKS", "MAX_SHARED", "ProgressRelay"]

@@ -6,7 +6,6 @@ resources, sessions' subscriptions) is its base class :class:`~mcpkit.proxy_watc
 from __future__ import annotations
 
 import asyncio
-import bisect
 import contextlib
 import itertools
 import logging
@@ -18,12 +17,13 @@ from urllib.parse import urlsplit
 
 from .client.client import Client
 from .client.targets import Target, TargetError, parse_target
+from .engine import BaseConnection
 from .protocol.errors import MCPError
 from .protocol.jsonrpc import JSONDict
-from .proxy_conn import ProxyHost, _alive, _Conn, _opened, caps_key
-from .proxy_rounds import ProgressRelay, _Lease
-from .proxy_watch import UpstreamWatch
-from .server.lowlevel import ServerRequestContext, ServerSession
+from .proxy_conn import ProxyHost, _alive, _Conn
+from .proxy_pool import UpstreamPool
+from .proxy_rounds import ProgressRelay
+from .server.lowlevel import ServerSession
 from .server.prefixes import prefixed_uri
 
 logger: logging.Logger = logging.getLogger("mcpkit.proxy")
@@ -35,7 +35,7 @@ for there, together (the default ``max_subscriptions`` of one listen stream of a
 # ---------------------------------------------------------------------------------------------- one target
 
 
-class Upstream(UpstreamWatch):
+class Upstream(UpstreamPool):
     """One forwarded-to server: its target, its primary connection, its pool and its per-session connections."""
 
     def __init__(self, proxy: ProxyHost, prefix: str | None, target: Any, client_options: dict[str, Any]) -> None:
@@ -48,10 +48,7 @@ class Upstream(UpstreamWatch):
         self.info: JSONDict | None = None
         self.instructions: str | None = None
         self.modern: bool = False
-        self._idle: dict[str, list[_Conn]] = {}  # by the client capabilities a connection declares (caps_key)
-        self._pool_count = 0
-        self._per_key: dict[str, int] = {}  # (the pool's connections, idle or not, by caps_key)
-        self._pool_free = asyncio.Condition()
+        self._init_pool()
         self._seq = itertools.count()
         self._sessions: weakref.WeakKeyDictionary[ServerSession, _Conn] = weakref.WeakKeyDictionary()
         self._opening: dict[int, asyncio.Task[_Conn]] = {}
@@ -95,6 +92,8 @@ class Upstream(UpstreamWatch):
         self.info = client.server_info
         self.instructions = client.instructions
         self.modern = client.modern
+        transport = client.session.conn
+        self.relates = isinstance(transport, BaseConnection) and transport.relates_requests
         if self.modern:  # list changes reach a 2026-07-28 client only on a listen stream: hold one, relay them
             kinds = {
                 k: isinstance(self.capabilities.get(k), dict) and bool(self.capabilities[k].get("listChanged"))
@@ -439,7 +438,19 @@ class Upstream(UpstreamWatch):
                 await client.set_logging_level("debug")
         self._all.add(conn)
         self._watch_end(conn)
+        conn.on_unrelated = self._unrelated
         return conn
+
+    def _unrelated(self) -> None:
+        """The upstream asked something apart from any request: it does not relate what it asks (the spec lets
+        it), so from now on a request whose client it could ask is served alone (:meth:`_shares`)."""
+        if self.relates:
+            self.relates = False
+            logger.warning(
+                "the upstream %s asks its client things apart from the request they are about: requests whose "
+                "clients it could ask are served one at a time on each connection from now on",
+                self.target.description,
+            )
 
     async def session_conn(self, session: ServerSession) -> _Conn:
         """The upstream session of a handshake-era client session (opened at its first request; when it ended, a
@@ -500,111 +511,6 @@ class Upstream(UpstreamWatch):
         if conn is not None:
             await self._close(conn)
 
-    async def lease(self, sctx: ServerRequestContext) -> _Lease:
-        """A connection for one 2026-07-28 request. A handshake-era upstream may ask its client things in the
-        middle of a request, so its connections serve one request at a time; a request waits while all are busy.
-        It keeps state per connection (a tool a call added, a setting) that a 2026-07-28 client, who sees one
-        server, must find whichever request comes next: by default (``pool_size=1``) the requests whose clients
-        declare the same capabilities (what the upstream sees, and may offer tools by) are all served by one
-        connection, opened for them and kept; a larger ``pool_size`` is the operator saying its connections are
-        interchangeable (up to ``pool_size`` in all, an idle one closed to make room for other capabilities). A
-        2026-07-28 upstream asks nothing that way, so every request shares the primary (a new one when the
-        upstream ended).
-
-        In a pool, among the idle connections that fit, the one opened first is taken: a stdio target is one
-        process per connection, and a 2026-07-28 client's requests one after the other go back to the same process
-        as soon as it is free, even after a burst (or a request arriving while a cancelled one still held it)
-        opened another."""
-        await self._usable()
-        if self.modern:
-            shared = self.primary
-            assert shared is not None
-            lease = _Lease(shared, sctx)
-            shared.leases.append(lease)
-            return lease
-        # the upstream sees the capabilities of the request's client (a server may offer tools by them): a
-        # connection serves the requests whose clients declared what it declared. By default (pool_size 1) there is
-        # one such connection per set of capabilities, never closed to make room: the state a call changed there
-        # (a tool it added) is what every request of those clients sees next. A pool: up to pool_size in all
-        primary = self.primary
-        assert primary is not None
-        single = self.proxy.pool_size == 1
-        key = caps_key(sctx.client_capabilities)
-        evicted: list[_Conn] = []
-        deadline = asyncio.get_running_loop().time() + self.proxy.lease_timeout  # (one bound, however often woken)
-        async with self._pool_free:
-            for waiting in self._idle.values():  # a connection whose upstream ended (a crashed stdio server) leaves
-                for dead in [c for c in waiting if not _alive(c)]:
-                    waiting.remove(dead)
-                    self._counted(dead, -1)
-                    evicted.append(dead)
-            if not self._pool_count and _alive(primary):
-                self._idle.setdefault(caps_key(None), []).append(primary)
-                self._counted(primary, 1)
-            while not self._idle.get(key) and (
-                self._per_key.get(key, 0) >= 1 if single else self._pool_count >= self.proxy.pool_size
-            ):
-                spares = [c for idle in self._idle.values() for c in idle if not c.primary]
-                if spares and not single:  # an idle connection declaring other capabilities makes room (the newest)
-                    spare = max(spares, key=_opened)
-                    self._idle[caps_key(spare.caps)].remove(spare)
-                    self._counted(spare, -1)
-                    evicted.append(spare)
-                    break
-                try:
-                    left = deadline - asyncio.get_running_loop().time()
-                    if left <= 0:
-                        raise TimeoutError
-                    await asyncio.wait_for(self._pool_free.wait(), left)
-                except TimeoutError:
-                    raise MCPError(
-                        f"every connection to the upstream server {self.target.description} is busy "
-                        f"(pool_size={self.proxy.pool_size}): none was free within {self.proxy.lease_timeout:g} s "
-                        "(lease_timeout); try again later"
-                    ) from None
-            idle = self._idle.get(key)
-            conn = idle.pop(0) if idle else None  # the oldest (kept in the order they were opened)
-            if conn is None:
-                self._pool_count += 1
-                self._per_key[key] = self._per_key.get(key, 0) + 1
-        for gone in evicted:
-            await self._close(gone)
-        if conn is None:
-            try:
-                conn = await self._open(None, caps=sctx.client_capabilities)
-            except BaseException:
-                async with self._pool_free:
-                    self._pool_count -= 1
-                    self._per_key[key] -= 1
-                    self._pool_free.notify_all()
-                raise
-            await self.watch_pooled(conn)  # (a stdio process of its own: the updates of what it changes relayed)
-        lease = _Lease(conn, sctx)
-        conn.leases.append(lease)
-        return lease
-
-    async def release(self, lease: _Lease) -> None:
-        conn = lease.conn
-        if lease in conn.leases:
-            conn.leases.remove(lease)
-        if self.modern:
-            return
-        alive = _alive(conn)
-        async with self._pool_free:
-            if alive:
-                bisect.insort(self._idle.setdefault(caps_key(conn.caps), []), conn, key=_opened)
-            else:
-                self._counted(conn, -1)
-            self._pool_free.notify_all()  # (waiters of one set of capabilities or another)
-        if not alive:
-            await self._close(conn)  # (its process reaped)
-
-    def _counted(self, conn: _Conn, change: int) -> None:
-        """(the pool's lock held) ``conn`` joins (1) or leaves (-1) the pool's counts."""
-        key = caps_key(conn.caps)
-        self._pool_count += change
-        self._per_key[key] = self._per_key.get(key, 0) + change
-
     async def _close(self, conn: _Conn) -> None:
         self._all.discard(conn)
         client, conn.client = conn.client, None
@@ -622,6 +528,7 @@ class Upstream(UpstreamWatch):
         for conn in list(self._all):
             await self._close(conn)
         self._idle.clear()
+        self._shared.clear()
         self._pool_count = 0
         self._per_key.clear()
 

@@ -516,7 +516,7 @@ _ABOVE_SERVER = ("mcpkit.transports", "mcpkit.client", "mcpkit.stores", "mcpkit.
 _ABOVE_SERVER += ("mcpkit.inspector", "mcpkit.proxies", "mcpkit.proxy_upstream", "mcpkit.proxy_conn")
 _ABOVE_SERVER += ("mcpkit.proxy_rounds", "mcpkit.proxy_shaping", "mcpkit.proxy_skills", "mcpkit.proxy_watch")
 _ABOVE_SERVER += ("mcpkit.proxy_listen", "mcpkit.proxy_local", "mcpkit.proxy_search", "mcpkit.proxy_forward")
-_ABOVE_SERVER += ("mcpkit.telemetry", "mcpkit.run")
+_ABOVE_SERVER += ("mcpkit.proxy_pool", "mcpkit.telemetry", "mcpkit.run")
 
 
 def test_server_imports_no_layer_above_it_but_the_run_face() -> None:
@@ -658,6 +658,7 @@ _LAYERS: tuple[tuple[str, ...], ...] = (
         "proxy_forward",
         "proxy_listen",
         "proxy_local",
+        "proxy_pool",
         "proxy_rounds",
         "proxy_search",
         "proxy_shaping",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -114,3 +114,35 @@ async def toolkit_client(
 
 
 __all__ = ["ERAS", "TRANSPORTS", "UserHeader", "build", "serve_http", "toolkit_client"]
+
+
+@contextlib.contextmanager
+def serve_http_process(name: str) -> Iterator[str]:
+    """App ``name`` served over Streamable HTTP by a process of its own (on a port it picks and says); yields the
+    endpoint URL, and stops the process at the end."""
+    import re
+    import subprocess
+
+    from support.procs import stderr_until, stop
+
+    proc = subprocess.Popen([sys.executable, str(APPS_FILE), name, "http"], stderr=subprocess.PIPE, text=True)
+    try:
+        lines = stderr_until(proc, "mcpkit: serving http on ")
+        match = re.search(r"serving http on (http://\S+)", "".join(lines))
+        assert match, lines
+        yield match.group(1)
+    finally:
+        stop(proc)
+
+
+def processes_of(mark: str) -> set[int]:
+    """The ids of the running toolkit app processes started with ``mark`` among their arguments (how many upstream
+    processes a proxy holds)."""
+    found: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                args = (entry / "cmdline").read_bytes().split(b"\0")
+                if str(APPS_FILE).encode() in args and mark.encode() in args:
+                    found.add(int(entry.name))
+    return found

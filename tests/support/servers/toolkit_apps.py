@@ -307,7 +307,7 @@ def tool_search_app() -> MCPKit:
 def legacy_app(version: str) -> MCPKit:
     """A server speaking one handshake-era revision only, which asks its client things mid-call."""
     app = MCPKit(f"legacy-{version}", versions=[version])
-    state: dict[str, Any] = {"cancelled": False}
+    state: dict[str, Any] = {"cancelled": False, "running": 0, "most": 0}
 
     @app.tool
     async def ask(ctx: Context) -> str:
@@ -327,6 +327,8 @@ def legacy_app(version: str) -> MCPKit:
     async def slow(steps: int, ctx: Context) -> str:
         import asyncio
 
+        state["running"] += 1
+        state["most"] = max(state["most"], state["running"])
         try:
             for i in range(steps):
                 await ctx.report_progress(i + 1, steps)
@@ -334,11 +336,35 @@ def legacy_app(version: str) -> MCPKit:
         except asyncio.CancelledError:
             state["cancelled"] = True
             raise
+        finally:
+            state["running"] -= 1
         return "done"
 
     @app.tool
     def was_cancelled() -> bool:
         return bool(state["cancelled"])
+
+    @app.tool
+    async def roots_later(ctx: Context) -> str:
+        """Asks the client for its roots a moment after the call ended (apart from any request: on HTTP, the
+        standalone stream)."""
+        import asyncio
+
+        session = ctx.request_context.session
+        assert session is not None
+
+        async def ask() -> None:
+            await asyncio.sleep(0.3)
+            state["later"] = await session.request("roots/list", None)
+
+        task = asyncio.get_running_loop().create_task(ask())
+        state.setdefault("tasks", set()).add(task)
+        return "asking later"
+
+    @app.tool
+    def most_at_once() -> int:
+        """The most ``slow`` calls this process ran at the same time."""
+        return int(state["most"])
 
     @app.tool
     def environment(name: str) -> str:
@@ -585,4 +611,7 @@ if __name__ == "__main__":
     refuse_if = os.environ.get("TOOLKIT_REFUSE_IF")  # (a server that cannot start while that file exists)
     if refuse_if and os.path.exists(refuse_if):
         sys.exit(f"refusing to start: {refuse_if} exists")
-    build(sys.argv[1]).run()
+    if "http" in sys.argv[2:]:  # (on a port of its own; it says which: "mcpkit: serving http on <url>")
+        build(sys.argv[1]).run("http", port=0)
+    else:  # (any other argument: a mark telling its processes apart, see support.toolkit.processes_of)
+        build(sys.argv[1]).run()
