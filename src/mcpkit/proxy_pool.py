@@ -43,13 +43,13 @@ class UpstreamPool(UpstreamWatch):
         """A connection for one 2026-07-28 request. A handshake-era upstream may ask its client things in the
         middle of a request, so its connections serve one request at a time, unless what it asks can be told to be
         about one of them (:meth:`_shares`: then up to :data:`~mcpkit.proxy_rounds.MAX_SHARED` side by side); a
-        request waits while all are busy. It keeps state per connection (a tool a call added, a setting) that a 2026-07-28 client, who sees one
-        server, must find whichever request comes next: by default (``pool_size=1``) the requests whose clients
-        declare the same capabilities (what the upstream sees, and may offer tools by) are all served by one
-        connection, opened for them and kept; a larger ``pool_size`` is the operator saying its connections are
-        interchangeable (up to ``pool_size`` in all, an idle one closed to make room for other capabilities). A
-        2026-07-28 upstream asks nothing that way, so every request shares the primary (a new one when the
-        upstream ended).
+        request waits while all are busy. It keeps state per connection (a tool a call added, a setting) that a
+        2026-07-28 client, who sees one server, must find whichever request comes next: by default
+        (``pool_size=1``) the requests whose clients declare the same capabilities (what the upstream sees, and
+        may offer tools by) are all served by one connection, opened for them and kept; a larger ``pool_size`` is
+        the operator saying its connections are interchangeable (up to ``pool_size`` in all, an idle one closed to
+        make room for other capabilities). A 2026-07-28 upstream asks nothing that way, so every request shares the
+        primary (a new one when the upstream ended).
 
         In a pool, among the idle connections that fit, the one opened first is taken: a stdio target is one
         process per connection, and a 2026-07-28 client's requests one after the other go back to the same process
@@ -79,7 +79,13 @@ class UpstreamPool(UpstreamWatch):
                     waiting.remove(dead)
                     self._counted(dead, -1)
                     evicted.append(dead)
-            if key == caps_key(None) and not primary.pooled and _alive(primary):  # (it serves what it declares)
+            if (
+                key == caps_key(None)
+                and not primary.pooled
+                and _alive(primary)
+                and not (single and self._per_key.get(key))
+            ):
+                # (it serves what it declares; not beside another kept for those clients: their state is one)
                 self._idle.setdefault(key, []).append(primary)
                 self._counted(primary, 1)
             if not share:  # (requests that would share wait behind it: it is not starved by them)
