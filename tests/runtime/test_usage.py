@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import subprocess
@@ -33,6 +34,28 @@ def idle_threads(n: int) -> tuple[threading.Event, list[threading.Thread]]:
     for t in threads:
         t.start()
     return stop, threads
+
+
+def test_threads_threading_does_not_know_are_read_too() -> None:
+    """A thread started outside ``threading`` (as a C extension starts its own, which may take the GIL) is read like
+    the others: it can hold the GIL a call waits for as well."""
+    started = threading.Event()
+    stop = threading.Event()
+    native: list[int] = []
+
+    def run() -> None:
+        native.append(threading.get_native_id())
+        started.set()
+        stop.wait(30)
+
+    _thread.start_new_thread(run, ())
+    try:
+        assert started.wait(10)
+        assert native[0] not in {t.native_id for t in threading.enumerate()}  # (threading does not know it)
+        reading = others_delay(True)
+        assert reading is not None and native[0] in reading
+    finally:
+        stop.set()
 
 
 def test_other_threads_are_read_up_to_a_bound_and_ended_ones_let_go() -> None:

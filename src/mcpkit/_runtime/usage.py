@@ -69,7 +69,7 @@ except (ImportError, AttributeError):  # (no per-thread rusage: not Linux, and t
 class _SchedStat:
     """The calling thread's ``/proc/thread-self/schedstat``, opened once (a reading is one ``pread``) and closed
     with the thread's local data when the thread ends; and, once :func:`others_delay` is asked, the same file and
-    the ``status`` file of each other thread of the process that runs Python (at most :data:`OTHERS_MAX`).
+    the ``status`` file of each other thread of the process, a C extension's too (at most :data:`OTHERS_MAX`).
 
     A reading of the others costs little more than two ``getrusage`` calls when no other thread switched or ran
     since the last one (the threads of a pool waiting for work): the last one still holds, and is given again.
@@ -116,16 +116,18 @@ class _SchedStat:
             # of the last reading (but for a thread that got an idle CPU within the last tick and still runs)
             return last
         self.last = None
-        threads = threading.enumerate()
+        try:  # every thread of the process: a C extension's may hold the GIL too, and threading knows only its own
+            threads = [int(tid) for tid in os.listdir("/proc/self/task")]
+        except (OSError, ValueError):
+            return None
         if len(threads) > OTHERS_MAX + 1:
             return None
         own = threading.get_native_id()
         files = self.others
         seen = self.seen
         out: dict[int, tuple[float, int]] = {}
-        for t in threads:
-            tid = t.native_id
-            if tid is None or tid == own:
+        for tid in threads:
+            if tid == own:
                 continue
             fds = files.get(tid)
             try:
@@ -186,7 +188,7 @@ def run_delay() -> float | None:
 
 
 def others_delay(fresh: bool = False) -> dict[int, tuple[float, int]] | None:
-    """:func:`run_delay` of every other thread of the process that runs Python, and how many times the OS has
+    """:func:`run_delay` of every other thread of the process (a C extension's too), and how many times the OS has
     preempted it (native thread id -> (seconds, involuntary switches)): one the OS keeps off the CPU while it holds
     the GIL makes a thread that waits for the GIL wait as long. None where the scheduler does not say, or with more
     than :data:`OTHERS_MAX` other threads. When no other thread switched or ran since the calling thread's last

@@ -35,7 +35,7 @@ block, though, and for those that cost is pure waste. So every sync function get
   GIL): a wait past ``long_ms`` + two switch intervals (or the short ones three times) demotes it, being
   preempted does not. Nor does waiting for the GIL while the thread holding it is kept off the CPU (a busy
   machine preempts that thread too, and the call waits for the GIL as long): the suspect calls also read the
-  other Python threads' run-queue time and preemption count (:func:`mcpkit._runtime.others_delay`: before the
+  other threads' run-queue time and preemption count (:func:`mcpkit._runtime.others_delay`: before the
   call, nothing of theirs when no other thread switched or ran since the last reading, two ``getrusage`` calls
   tell; else one read per thread, two for one that ran since; all of them after the call only when it ran long;
   at most 64 threads), and a short wait is judged
