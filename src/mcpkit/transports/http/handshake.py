@@ -53,6 +53,9 @@ if TYPE_CHECKING:
 
 logger: logging.Logger = logging.getLogger("mcpkit.http")
 
+#: The methods of the Streamable HTTP endpoint (the ``Allow`` header of a 405 and of an OPTIONS answer)
+ALLOWED_METHODS = b"GET, POST, DELETE, OPTIONS"
+
 _NOT_FOUND = error_body(None, INVALID_REQUEST, "Session not found")
 _SESSION_ID_REQUIRED = error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
 
@@ -523,6 +526,18 @@ class HandshakeRoutes:
         if stream is None:
             stream = hs.standalone = Stream(self.sse, hs, hs.base, SSE_MODE)
         await self.sse.attach(hs, stream, None, receive, send)
+
+    async def other(self, scope: Scope, h: Headers, receive: Receive, send: Send) -> None:
+        """A request of another method than POST, past the endpoint's screening: GET, DELETE, OPTIONS (not a CORS
+        preflight: no Origin, or CORS off; what the endpoint allows, RFC 9110 9.3.7, without CORS headers, so a
+        browser page still may not call it); any other, 405."""
+        method = scope["method"]
+        if method == "GET":
+            await self.get(scope, h, receive, send)
+        elif method == "DELETE":
+            await self.delete(scope, h, send)
+        else:
+            await respond(send, 204 if method == "OPTIONS" else 405, b"", None, [(b"allow", ALLOWED_METHODS)])
 
     async def delete(self, scope: Scope, h: Headers, send: Send) -> None:
         """DELETE: end the session."""

@@ -82,9 +82,6 @@ MODERN_RESPONSE_REFUSAL = (
 #: A POST's Host, Accept and Content-Type (the endpoint's one test of the usual POST)
 UsualPost = tuple[bytes | None, bytes | None, bytes | None]
 
-#: The methods of the endpoint (the ``Allow`` header of a 405 and of an OPTIONS answer)
-ALLOWED_METHODS = b"GET, POST, DELETE, OPTIONS"
-
 
 class StreamableHTTPEndpoint:
     """The Streamable HTTP endpoint (both eras) as an ASGI callable. See the module docstring for the rules.
@@ -348,8 +345,59 @@ class StreamableHTTPEndpoint:
             return
         except Disconnected:
             return
-        answer = self._post(scope, h, body, receive, send)
+        # The POST's route, in this frame (hot path: docs/architecture.md): ``answer`` is the answer itself when it
+        # was made at once, sent below with application/json, else the awaitable that answers (when it returns an
+        # answer, that one is sent the same way).
+        try:
+            msg = jsonrpc.parse(body)
+        except ParseError as exc:
+            await respond(send, 400, error_body(None, PARSE_ERROR, exc.message))
+            return
+        t = type(msg)
+        hv_raw = h.get(b"mcp-protocol-version")
+        hv: str | None = None
+        server = self.server
+        answer: Outgoing | Awaitable[Any] | None = None
+        if t is Request or t is Notification:
+            p = msg.params  # type: ignore[union-attr]
+            meta = p.get("_meta") if p is not None else None
+            if server.modern_versions and (
+                (type(meta) is dict and META_PROTOCOL_VERSION in meta)
+                or msg.method in MODERN_ONLY  # type: ignore[union-attr]
+                or (
+                    hv_raw is not None  # (ModernRoutes.modern_header; the header's text, kept for below)
+                    and (hv := hv_raw.strip(b" \t").decode("latin-1")) not in server.handshake_versions
+                    and versions.is_modern(hv)
+                )
+            ):
+                if t is Request:
+                    answer = self.modern.post(scope, h, msg, meta, body, receive, send)  # type: ignore[arg-type]
+                else:
+                    answer = respond(send, 202)  # no client notifications are defined over modern HTTP: ignored
+        elif t is Invalid:
+            answer = respond(send, 400, jsonrpc.encode_error(msg.id, msg.error()))  # type: ignore[union-attr, operator]
+        elif t is Batch:
+            refusal = self.modern.refuse_batch(msg, hv_raw)  # type: ignore[arg-type]
+            if refusal is not None:
+                answer = respond(send, 400, bad(INVALID_REQUEST, refusal))
+        elif hv_raw is not None and server.modern_versions and self.modern.modern_header(hv_raw):
+            # a response (or error response) under a 2026-07-28 header: that era has no client responses (the
+            # answers to a server's input requests travel in the retried request's inputResponses) and no session
+            answer = respond(send, 400, bad(INVALID_REQUEST, MODERN_RESPONSE_REFUSAL))
+        if answer is None:  # the handshake era
+            if hv is None and hv_raw is not None:
+                hv = text(hv_raw)
+            if not server.handshake_versions:
+                requested = msg.params.get("protocolVersion") if t is Request and msg.params else hv  # type: ignore[union-attr]
+                err = UnsupportedProtocolVersion(requested, server.supported_versions).to_error()
+                answer = respond(send, 400, jsonrpc.encode_error(msg.id if t is Request else None, err))  # type: ignore[union-attr]
+            elif self.stateless:
+                answer = self.handshake.post_stateless(scope, receive, send, h, msg, body)
+            else:
+                answer = self.handshake.post(scope, h, hv, msg, receive, send, body)
         if type(answer) is not Outgoing:
+            # (the parsed message is not held while it waits: a queued POST holds its body, several times smaller)
+            msg = p = meta = None  # type: ignore[assignment]
             answer = await answer  # type: ignore[misc]  # (an Outgoing: made later, sent below)
             if type(answer) is not Outgoing:
                 return
@@ -405,68 +453,8 @@ class StreamableHTTPEndpoint:
             if origin is None and allows is not None and usual_ok:
                 self._usual_posts.add(usual)
             return send
-        if method == "GET":
-            await self.handshake.get(scope, h, receive, send)
-        elif method == "DELETE":
-            await self.handshake.delete(scope, h, send)
-        elif method == "OPTIONS":
-            # not a CORS preflight (no Origin, or CORS off): what the endpoint allows (RFC 9110 9.3.7), no CORS
-            # headers, so a browser page still may not call it
-            await respond(send, 204, b"", None, [(b"allow", ALLOWED_METHODS)])
-        else:
-            await respond(send, 405, b"", None, [(b"allow", ALLOWED_METHODS)])
+        await self.handshake.other(scope, h, receive, send)
         return None
-
-    # ------------------------------------------------------------------ POST
-
-    def _post(self, scope: Scope, h: Headers, body: bytes, receive: Receive, send: Send) -> Outgoing | Awaitable[Any]:
-        """Route a POST's body; returns the awaitable that answers it, or the answer itself, which the caller
-        sends with ``application/json``: a 2026-07-28 request answered at once (the awaitable of one that is not
-        returns its answer to send the same way), or a handshake-era one made at once."""
-        try:
-            msg = jsonrpc.parse(body)
-        except ParseError as exc:
-            return respond(send, 400, error_body(None, PARSE_ERROR, exc.message))
-        t = type(msg)
-        hv_raw = h.get(b"mcp-protocol-version")
-        hv: str | None = None
-        server = self.server
-        if t is Request or t is Notification:
-            m: Request = msg  # type: ignore[assignment]
-            p = m.params
-            meta = p.get("_meta") if p is not None else None
-            if server.modern_versions and (
-                (type(meta) is dict and META_PROTOCOL_VERSION in meta)
-                or m.method in MODERN_ONLY
-                or (
-                    hv_raw is not None  # (ModernRoutes.modern_header; the header's text, kept for below)
-                    and (hv := hv_raw.strip(b" \t").decode("latin-1")) not in server.handshake_versions
-                    and versions.is_modern(hv)
-                )
-            ):
-                if t is not Request:
-                    return respond(send, 202)  # no client notifications are defined over modern HTTP: ignored
-                return self.modern.post(scope, h, m, meta, body, receive, send)
-        elif t is Invalid:
-            inv: Invalid = msg  # type: ignore[assignment]
-            return respond(send, 400, jsonrpc.encode_error(inv.id, inv.error()))
-        elif t is Batch:
-            refusal = self.modern.refuse_batch(msg, hv_raw)  # type: ignore[arg-type]
-            if refusal is not None:
-                return respond(send, 400, bad(INVALID_REQUEST, refusal))
-        elif hv_raw is not None and server.modern_versions and self.modern.modern_header(hv_raw):
-            # a response (or error response) under a 2026-07-28 header: that era has no client responses (the
-            # answers to a server's input requests travel in the retried request's inputResponses) and no session
-            return respond(send, 400, bad(INVALID_REQUEST, MODERN_RESPONSE_REFUSAL))
-        if hv is None and hv_raw is not None:
-            hv = text(hv_raw)
-        if not server.handshake_versions:
-            requested = msg.params.get("protocolVersion") if t is Request and msg.params else hv  # type: ignore[union-attr]
-            err = UnsupportedProtocolVersion(requested, server.supported_versions)
-            return respond(send, 400, jsonrpc.encode_error(msg.id if t is Request else None, err.to_error()))  # type: ignore[union-attr]
-        if self.stateless:
-            return self.handshake.post_stateless(scope, receive, send, h, msg, body)
-        return self.handshake.post(scope, h, hv, msg, receive, send, body)
 
 
 __all__ = [
