@@ -73,41 +73,6 @@ async def test_a_code_past_its_expiry_is_never_given_and_expired_rows_are_swept_
     await storage.mark_used("other", "fam", time.time() + 60)  # (caught up: no sweep before sweep_every)
 
 
-class _Clock:
-    """A replica's clock ``offset`` seconds off (what ``mcpkit.auth.postgres_storage`` reads as ``time``)."""
-
-    def __init__(self, offset: float) -> None:
-        self.offset = offset
-
-    def time(self) -> float:
-        return time.time() + self.offset
-
-
-async def test_leases_and_revocation_records_follow_the_database_clock_not_a_replicas(
-    pg: PostgresConnection, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Two replicas whose clocks differ by a minute agree on a lease: each passes its own clock's ``now`` and
-    ``until``, and the storage keeps only the lifetime they mean, on the database's clock. A replica whose clock is
-    a minute fast does not take over a revocation record another replica leased for 5 s a moment ago (comparing the
-    replicas' own times it would, and both would revoke), nor one a minute slow keep a record leased past its
-    lease."""
-    import mcpkit.auth.postgres_storage as module
-
-    storage = PostgresAuthStorage(pg)
-    fast, slow = _Clock(60), _Clock(-60)
-    monkeypatch.setattr(module, "time", slow)
-    now = slow.time()
-    assert await storage.put_revocation("r", b"sealed", now + 5, now + 600, 10)  # leased for 5 s
-    assert await storage.put_revocation("s", b"sealed", now + 0.01, now + 600, 10)  # for 10 ms
-    monkeypatch.setattr(module, "time", fast)
-    await asyncio.sleep(0.05)
-    now = fast.time()
-    assert await storage.claim_revocations(now, now + 5, 10) == [("s", b"sealed")]
-    monkeypatch.setattr(module, "time", slow)
-    now = slow.time()
-    assert await storage.claim_revocations(now, now + 5, 10) == []
-
-
 async def test_a_replay_cache_remembers_a_key_until_it_expires_on_the_database_clock(pg: PostgresConnection) -> None:
     """The first use wins across workers; a key whose JWT could no longer be accepted is not kept; a key kept
     past its expiry is free again (its row replaced, not added)."""

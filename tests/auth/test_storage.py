@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import sys
 import time
+from typing import Any
 
 import pytest
 
@@ -138,3 +140,72 @@ async def test_refresh_tokens_without_an_expiry_are_bounded_in_count(
     assert await storage.pop_refresh(expiring) is not None
     with pytest.raises(ValueError, match="max_refresh_tokens"):
         make_auth_storage(max_refresh_tokens=0)
+
+
+class _Clock:
+    """A replica's clock ``offset`` seconds off: what the storage's module reads as ``time`` while that replica
+    calls it (its other functions are the real ones)."""
+
+    def __init__(self, offset: float) -> None:
+        self.offset = offset
+
+    def time(self) -> float:
+        return time.time() + self.offset
+
+    def time_ns(self) -> int:
+        return time.time_ns() + int(self.offset * 1e9)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
+@pytest.mark.parametrize("make_auth_storage", ["redis", "postgres"], indirect=True)
+async def test_replicas_whose_clocks_differ_agree_on_leases_and_expiries(
+    make_auth_storage: StorageMaker,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two replicas sharing a storage, one's clock a minute slow, the other's a minute fast: each passes its own
+    clock's ``now``, ``until`` and ``expires_at``, and the storage keeps only the lifetimes they mean, on its
+    server's clock. The fast replica does not take over a revocation record the slow one leased (or renewed) for 5 s
+    a moment ago (comparing the replicas' own times it would, and both would revoke), and the slow one does take
+    over a record whose 10 ms lease ended; the fast replica counts the slow one's live pending logins (no more than
+    ``max_pending`` are kept) and its users' upstream tokens (no more than ``max_tokens``, the least recently used
+    going first)."""
+    slow_replica = make_auth_storage()
+    fast_replica = make_auth_storage.shared()
+    module = sys.modules[type(slow_replica).__module__]
+    slow, fast = _Clock(-60), _Clock(60)
+
+    def on(clock: _Clock) -> float:
+        monkeypatch.setattr(module, "time", clock)
+        return clock.time()
+
+    now = on(slow)
+    assert await slow_replica.put_revocation("r", b"R", now + 5, now + 600, 10)  # leased for 5 s
+    assert await slow_replica.put_revocation("s", b"S", now + 0.01, now + 600, 10)  # for 10 ms
+    assert await slow_replica.put_revocation("t", b"T", now + 0.01, now + 600, 10)
+    now = on(slow)
+    await slow_replica.renew_revocations(["t"], now + 5)  # t renewed for 5 s
+    await asyncio.sleep(0.05)
+    now = on(fast)
+    assert await fast_replica.claim_revocations(now, now + 5, 10) == [("s", b"S")]
+    now = on(fast)
+    assert await fast_replica.put_revocation("u", b"U", now + 0.01, now + 600, 10)  # for 10 ms
+    await asyncio.sleep(0.05)
+    now = on(slow)
+    assert await slow_replica.claim_revocations(now, now + 5, 10) == [("u", b"U")]
+
+    now = on(slow)
+    assert await slow_replica.put_pending("p1", b"P1", now + 30, now, 2)
+    assert await slow_replica.put_pending("p2", b"P2", now + 30, now, 2)
+    now = on(fast)
+    assert not await fast_replica.put_pending("p3", b"P3", now + 30, now, 2)  # two live ones: full
+
+    uses = [("a", slow_replica, slow), ("b", fast_replica, fast), ("c", slow_replica, slow)]
+    for user, replica, clock in uses:
+        now = on(clock)
+        await replica.put_upstream(user, user.encode(), now + 30, now, 2)
+        await asyncio.sleep(0.01)  # (a storage orders uses by its clock: two uses never tie)
+    now = on(slow)
+    kept = [user for user in "abc" if await slow_replica.get_upstream(user, now) is not None]
+    assert kept == ["b", "c"]  # a, the least recently used, went

@@ -88,32 +88,61 @@ end
 return 1
 """
 
-# KEYS: the pending record's key, the set of pending records (score: when each expires, ms); ARGV: the sealed
-# record, its lifetime (ms), now (ms), its digest, the most kept, its expiry (ms). False past the bound.
-_PUT_PENDING = """
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[3])
+# Every lease and every "is it due / expired" below is on the Redis server's clock (TIME), never a replica's: a
+# replica passes lifetimes (ms from now), so replicas whose clocks disagree still agree on who holds a lease.
+# (TIME then writes: allowed with effects replication, the default from Redis 5 and the only mode from 7; this
+# storage needs 6.2 for GETDEL. replicate_commands() switches it on where a server was configured without it.)
+_NOW = """
+redis.replicate_commands()
+local clock = redis.call('TIME')
+local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local now_us = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+"""
+
+# KEYS: the record's key, the set of records (score: when its lease or life ends, ms); ARGV: the sealed record, its
+# lifetime (ms), its score (ms from now), its digest, the most kept, '1' when a score past is an expiry (those
+# members are forgotten first). Refused (0) past the bound: a count-bounded insert (pending logins, revocations).
+_PUT_BOUNDED = (
+    _NOW
+    + """
+if ARGV[6] == '1' then redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now_ms) end
 if not redis.call('ZSCORE', KEYS[2], ARGV[4]) and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then
   return 0
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('ZADD', KEYS[2], ARGV[6], ARGV[4])
+redis.call('ZADD', KEYS[2], now_ms + tonumber(ARGV[3]), ARGV[4])
 return 1
 """
+)
 
 # KEYS: the user's upstream tokens' key, the set of users kept (score: last use, µs); ARGV: the sealed record, its
-# lifetime (ms), now (µs), its digest, the most kept, the prefix of the records' keys, the oldest use a live record
-# can have (µs). Forgets the expired ones, then the least recently used past the bound.
-_PUT_UPSTREAM = """
+# lifetime (ms), its digest, the most kept, the prefix of the records' keys. Forgets the ones unused for longer than
+# that lifetime (expired), then the least recently used past the bound.
+_PUT_UPSTREAM = (
+    _NOW
+    + """
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[7])
-local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[5])
+redis.call('ZADD', KEYS[2], now_us, ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now_us - tonumber(ARGV[2]) * 1000 - 1)
+local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[4])
 if over > 0 then
   local gone = redis.call('ZPOPMIN', KEYS[2], over)
-  for i = 1, #gone, 2 do redis.call('DEL', ARGV[6] .. gone[i]) end
+  for i = 1, #gone, 2 do redis.call('DEL', ARGV[5] .. gone[i]) end
 end
 return 1
 """
+)
+
+# KEYS: a user's upstream tokens' key, the set of users kept; ARGV: the digest. The record, now its most recent use
+# (a ZADD XX: one forgotten meanwhile is not added back).
+_GET_UPSTREAM = (
+    _NOW
+    + """
+local raw = redis.call('GET', KEYS[1])
+if raw then redis.call('ZADD', KEYS[2], 'XX', now_us, ARGV[1]) end
+return raw
+"""
+)
 
 # KEYS: a lease; ARGV: its owner. Ends the lease if that owner still holds it (one it lost at expiry is left alone).
 _RELEASE_LEASE = """
@@ -121,30 +150,35 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 
-# KEYS: the record's key, the set of pending revocations (score: the end of its lease, ms); ARGV: the sealed record,
-# its lifetime (ms), the end of its lease (ms), its digest, the most kept. Refused (0) past the bound.
-_PUT_REVOCATION = """
-if not redis.call('ZSCORE', KEYS[2], ARGV[4]) and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then
-  return 0
-end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+# KEYS: the set of pending revocations (score: the end of a record's lease, ms); ARGV: the new lease (ms from now),
+# then the records' digests. Extends the lease of those still in the set.
+_RENEW_REVOCATIONS = (
+    _NOW
+    + """
+local lease_end = now_ms + tonumber(ARGV[1])
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', lease_end, ARGV[i]) end
 return 1
 """
+)
 
-# KEYS: the set of pending revocations; ARGV: now (ms), the end of the new lease (ms), the most taken, the prefix of
-# the records' keys. Takes over the records whose lease ended (a record forgotten meanwhile leaves the set, and
-# does not count: each round leases or removes every member it read, so the loop ends).
-_CLAIM_REVOCATIONS = """
+# KEYS: the set of pending revocations; ARGV: the time leases must have ended by (ms from now), the new lease (ms
+# from now), the most taken, the prefix of the records' keys. Takes over the records whose lease ended (a record
+# forgotten meanwhile leaves the set, and does not count: each round leases or removes every member it read, so the
+# loop ends).
+_CLAIM_REVOCATIONS = (
+    _NOW
+    + """
 local taken = {}
 local want = tonumber(ARGV[3])
+local due_before = now_ms + tonumber(ARGV[1])
+local lease_end = now_ms + tonumber(ARGV[2])
 while #taken < 2 * want do
-  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, want - #taken / 2)
+  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', due_before - 1, 'LIMIT', 0, want - #taken / 2)
   if #due == 0 then break end
   for _, id in ipairs(due) do
     local record = redis.call('GET', ARGV[4] .. id)
     if record then
-      redis.call('ZADD', KEYS[1], ARGV[2], id)
+      redis.call('ZADD', KEYS[1], lease_end, id)
       table.insert(taken, id)
       table.insert(taken, record)
     else
@@ -154,6 +188,7 @@ while #taken < 2 * want do
 end
 return taken
 """
+)
 
 #: what the secrets mcpkit issues look like (``secrets.token_urlsafe(32)``): only such a value is looked up under the
 #: key an earlier version kept it by (the secret itself)
@@ -162,6 +197,17 @@ _ISSUED_SECRET = re.compile(r"[A-Za-z0-9_-]{43}")
 
 def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", "replace")).hexdigest()
+
+
+def _ms_from_now(at: float, now: float | None = None) -> int:
+    """How long until ``at`` (a time on the caller's clock, ``now`` by default its ``time.time()``), in whole ms
+    (negative when past): what the scripts add to the Redis server's clock."""
+    return round((at - (time.time() if now is None else now)) * 1000)
+
+
+def _ttl(at: float, now: float | None = None) -> int:
+    """A record's lifetime in ms for ``PX`` (at least 1)."""
+    return max(1, _ms_from_now(at, now))
 
 
 def _is_cluster(redis: Any) -> bool:
@@ -228,10 +274,11 @@ class RedisAuthStorage(_RedisHolder):
         self._save_dynamic = self.redis.register_script(_SAVE_DYNAMIC)
         self._take_refresh = self.redis.register_script(_TAKE_REFRESH)
         self._save_unexpiring = self.redis.register_script(_SAVE_UNEXPIRING)
-        self._put_pending = self.redis.register_script(_PUT_PENDING)
+        self._put_bounded = self.redis.register_script(_PUT_BOUNDED)
         self._put_upstream = self.redis.register_script(_PUT_UPSTREAM)
+        self._get_upstream = self.redis.register_script(_GET_UPSTREAM)
         self._release_lease = self.redis.register_script(_RELEASE_LEASE)
-        self._put_revocation = self.redis.register_script(_PUT_REVOCATION)
+        self._renew_revocations = self.redis.register_script(_RENEW_REVOCATIONS)
         self._claim_revocations = self.redis.register_script(_CLAIM_REVOCATIONS)
 
     def _key(self, kind: str, name: str) -> str:
@@ -239,9 +286,7 @@ class RedisAuthStorage(_RedisHolder):
 
     @staticmethod
     def _ttl_ms(expires_at: float | None) -> int | None:
-        if expires_at is None:
-            return None
-        return max(1, int((expires_at - time.time()) * 1000))
+        return None if expires_at is None else _ttl(expires_at)
 
     async def get_client(self, client_id: str) -> ClientRecord | None:
         raw = await self.redis.get(self._key("client", client_id))
@@ -354,12 +399,17 @@ class RedisAuthStorage(_RedisHolder):
         return bool(await self.redis.exists(self._key("revoked", family)))
 
     # an OAuth proxy's state (UpstreamStateStorage): sealed records under digests, shared by every replica
+    async def _put_counted(self, kind: str, key: str, sealed: bytes, ttl: int, score: int, most: int) -> bool:
+        """The count-bounded insert (``_PUT_BOUNDED``) of a pending login (``kind`` "pending": its score is its
+        expiry, and the ones past it make room) or a revocation record ("revocation": the end of its lease)."""
+        everyone = self._key("upstream-pending" if kind == "pending" else "upstream-revocations", "all")
+        keys = [self._key(f"upstream-{kind}", key), everyone]
+        args: list[bytes | str | int] = [sealed, ttl, score, key, most, "1" if kind == "pending" else "0"]
+        return bool(await self._put_bounded(keys=keys, args=args))
+
     async def put_pending(self, key: str, sealed: bytes, expires_at: float, now: float, max_pending: int) -> bool:
-        ttl = max(1, int((expires_at - now) * 1000))
-        real = time.time_ns() // 1_000_000
-        keys = [self._key("upstream-pending", key), self._key("upstream-pending", "all")]
-        args: list[bytes | str | int] = [sealed, ttl, real, key, max_pending, real + ttl]
-        return bool(await self._put_pending(keys=keys, args=args))
+        ttl = _ttl(expires_at, now)
+        return await self._put_counted("pending", key, sealed, ttl, ttl, max_pending)
 
     async def peek_pending(self, key: str, now: float) -> bytes | None:
         raw: Any = await self.redis.get(self._key("upstream-pending", key))
@@ -373,19 +423,17 @@ class RedisAuthStorage(_RedisHolder):
         return bytes(raw) if raw else None
 
     async def put_upstream(self, key: str, sealed: bytes, expires_at: float, now: float, max_tokens: int) -> None:
-        ttl = max(1, int((expires_at - now) * 1000))
-        real = time.time_ns() // 1000  # (microseconds: two uses a round trip apart never tie)
         keys = [self._key("upstream-token", key), self._key("upstream-tokens", "all")]
         prefix = self._key("upstream-token", "")
-        args: list[bytes | str | int] = [sealed, ttl, real, key, max_tokens, prefix, real - ttl * 1000]
+        args: list[bytes | str | int] = [sealed, _ttl(expires_at, now), key, max_tokens, prefix]
         await self._put_upstream(keys=keys, args=args)
 
     async def get_upstream(self, key: str, now: float) -> bytes | None:
-        raw: Any = await self.redis.get(self._key("upstream-token", key))
-        if not raw:
-            return None
-        await self.redis.zadd(self._key("upstream-tokens", "all"), {key: time.time_ns() // 1000}, xx=True)
-        return bytes(raw)
+        """The user's upstream tokens, now their most recent use on the Redis server's clock (``now`` is unused:
+        the record expires in Redis), in one script."""
+        keys = [self._key("upstream-token", key), self._key("upstream-tokens", "all")]
+        raw: Any = await self._get_upstream(keys=keys, args=[key])
+        return bytes(raw) if raw else None
 
     async def drop_upstream(self, key: str) -> None:
         async with self.redis.pipeline(transaction=False) as pipe:
@@ -402,20 +450,21 @@ class RedisAuthStorage(_RedisHolder):
         await self._release_lease(keys=[self._key("upstream-lease", key)], args=[owner])
 
     async def put_revocation(self, key: str, sealed: bytes, until: float, expires_at: float, max_records: int) -> bool:
-        ttl = max(1, int((expires_at - time.time()) * 1000))
-        keys = [self._key("upstream-revocation", key), self._key("upstream-revocations", "all")]
-        args: list[bytes | str | int] = [sealed, ttl, int(until * 1000), key, max_records]
-        return bool(await self._put_revocation(keys=keys, args=args))
+        lease = _ms_from_now(until)
+        return await self._put_counted("revocation", key, sealed, _ttl(expires_at), lease, max_records)
 
     async def renew_revocations(self, keys: list[str], until: float) -> None:
         if keys:
-            score = int(until * 1000)
-            await self.redis.zadd(self._key("upstream-revocations", "all"), dict.fromkeys(keys, score), xx=True)
+            args: list[str | int] = [_ms_from_now(until), *keys]
+            await self._renew_revocations(keys=[self._key("upstream-revocations", "all")], args=args)
 
     async def claim_revocations(self, now: float, until: float, limit: int) -> list[tuple[str, bytes]]:
+        """The records whose lease ended (on the Redis server's clock: ``now`` and ``until`` count only as their
+        distance from this replica's clock), leased anew, in one script."""
         keys = [self._key("upstream-revocations", "all")]
         prefix = self._key("upstream-revocation", "")
-        raw: Any = await self._claim_revocations(keys=keys, args=[int(now * 1000), int(until * 1000), limit, prefix])
+        args: list[str | int] = [_ms_from_now(now), _ms_from_now(until), limit, prefix]
+        raw: Any = await self._claim_revocations(keys=keys, args=args)
         flat = [bytes(v) for v in raw]
         return [(flat[i].decode(), flat[i + 1]) for i in range(0, len(flat), 2)]
 
