@@ -121,3 +121,16 @@ export function announce(server, path) {
     process.stdout.write(JSON.stringify({ listening: url, port: addr.port }) + '\n');
     process.stderr.write(`listening on ${url}\n`);
 }
+
+/** On SIGTERM or SIGINT: run `first` (if given), close every transport in `transports` (a Map's values), close
+ *  the HTTP server and exit 0. A close that fails is ignored: the process is ending anyway. */
+export function stopOnSignals(http, transports, first) {
+    const stop = async () => {
+        if (first) await first().catch(() => {});
+        await Promise.allSettled([...transports.values()].map((t) => t.close()));
+        http.close();
+        process.exit(0);
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+}

@@ -41,7 +41,8 @@ import {
     staticContents,
     staticPage,
     staticUri,
-    state
+    state,
+    stopOnSignals
 } from './_fixtures.mjs';
 
 const opts = serverArgs(process.argv.slice(2));
@@ -255,13 +256,7 @@ if (!opts.http) {
         }
     });
     http.listen(opts.port, opts.host, () => announce(http, '/sse'));
-    const stop = () => {
-        for (const t of streams.values()) t.close().catch(() => {});
-        http.close();
-        process.exit(0);
-    };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
+    stopOnSignals(http, streams);
 } else {
     const transports = new Map();
     const http = createServer(async (req, res) => {
@@ -311,11 +306,5 @@ if (!opts.http) {
         }
     });
     http.listen(opts.port, opts.host, () => announce(http, opts.path));
-    const stop = () => {
-        for (const t of transports.values()) t.close().catch(() => {});
-        http.close();
-        process.exit(0);
-    };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
+    stopOnSignals(http, transports);
 }

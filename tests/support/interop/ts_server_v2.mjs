@@ -39,7 +39,8 @@ import {
     staticContents,
     staticPage,
     staticUri,
-    state
+    state,
+    stopOnSignals
 } from './_fixtures.mjs';
 
 const opts = serverArgs(process.argv.slice(2));
@@ -377,12 +378,5 @@ if (!opts.http) {
         }
     });
     http.listen(opts.port, opts.host, () => announce(http, opts.path));
-    const stop = async () => {
-        await handler.close().catch(() => {});
-        for (const t of sessions.values()) await t.close().catch(() => {});
-        http.close();
-        process.exit(0);
-    };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
+    stopOnSignals(http, sessions, () => handler.close());
 }

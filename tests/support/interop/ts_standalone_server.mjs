@@ -21,7 +21,7 @@ import { createServer } from 'node:http';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ElicitResultSchema, isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import { announce, readJsonBody } from './_fixtures.mjs';
+import { announce, readJsonBody, stopOnSignals } from './_fixtures.mjs';
 
 let port = 0;
 let getDelay = 0;
@@ -104,10 +104,4 @@ const http = createServer(async (req, res) => {
     }
 });
 http.listen(port, '127.0.0.1', () => announce(http, '/mcp'));
-const stop = () => {
-    for (const t of transports.values()) t.close().catch(() => {});
-    http.close();
-    process.exit(0);
-};
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+stopOnSignals(http, transports);
