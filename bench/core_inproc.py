@@ -27,7 +27,6 @@ where the interpreter's work goes, function by function.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import collections
 import importlib
@@ -44,7 +43,7 @@ import orjson
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from harness import callgrind  # noqa: E402
+from harness import inproc  # noqa: E402
 
 Round = Callable[[int], Awaitable[None]]
 
@@ -279,15 +278,11 @@ async def _trace_one(run: Any, calls: int) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("contenders", nargs="*", help="[PYTHONPATH:]module of bench/servers")
+    parser = inproc.new_parser(__doc__)
     parser.add_argument("--path", choices=("stdio", "feed", "answer", "detached"), default="feed")
-    parser.add_argument("--era", choices=("modern", "legacy"), default="modern")
-    parser.add_argument("--calls", type=int, default=15000, help="calls per measured run (four per round)")
-    parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--instructions", action="store_true", help="instructions per call under callgrind")
+    inproc.add_load_options(parser)
+    inproc.add_child_options(parser)
     parser.add_argument("--trace", action="store_true", help="the bytecodes of one call, by function")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         cpu = asyncio.run(_child(args.child, args.path, args.era, args.calls, args.concurrency, args.trace))
@@ -297,23 +292,17 @@ def main() -> int:
     if not args.contenders:
         parser.error("name at least one contender")
     for spec in args.contenders:
-        path, _, module = spec.rpartition(":")
-        env = dict(os.environ, PYTHONHASHSEED="0")
-        if path:
-            env["PYTHONPATH"] = path
+        module, env = inproc.contender(spec, hash_seed=True)
         base = [sys.executable, __file__, "--child", module, "--path", args.path, "--era", args.era]
         base += ["--concurrency", str(args.concurrency)]
         where = f"{args.path} in process, {args.era}, {args.concurrency} in flight"
         if args.trace:
             subprocess.run([*base, "--trace"], env=env, check=True, timeout=600)
         elif args.instructions:
-            per_call = callgrind.per_call(spec, base, env)
-            print(f"{spec:40s} {per_call / 1000:7.1f}k instructions/call ({where})")
+            inproc.print_instructions(spec, base, env, where)
         else:
-            out = subprocess.run([*base, "--calls", str(args.calls)], env=env, capture_output=True, text=True)
-            if out.returncode != 0:
-                raise SystemExit(f"{spec}: {out.stderr[-2000:]}")
-            print(f"{spec:40s} {float(out.stdout.split()[-1]):7.1f} us CPU/call ({where})")
+            value = float(inproc.child_lines(spec, [*base, "--calls", str(args.calls)], env)[-1])
+            print(f"{spec:40s} {value:7.1f} us CPU/call ({where})")
     return 0
 
 

@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import importlib
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -34,7 +33,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from harness import callgrind  # noqa: E402
+from harness import inproc  # noqa: E402
 
 
 class _Transport(asyncio.Transport):
@@ -206,15 +205,11 @@ async def _child(module: str, era: str, calls: int, concurrency: int, profile: s
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("contenders", nargs="*", help="[PYTHONPATH:]module of bench/servers")
-    parser.add_argument("--era", choices=("modern", "legacy"), default="modern")
-    parser.add_argument("--calls", type=int, default=15000, help="calls per measured run (four per round)")
-    parser.add_argument("--concurrency", type=int, default=32)
+    parser = inproc.new_parser(__doc__)
+    inproc.add_load_options(parser)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", default="", help="cProfile sort key (one round, printed)")
-    parser.add_argument("--instructions", action="store_true", help="instructions per call under callgrind")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
+    inproc.add_child_options(parser)
     args = parser.parse_args()
     if args.child:
         cpu = asyncio.run(_child(args.child, args.era, args.calls, args.concurrency, args.profile))
@@ -227,16 +222,10 @@ def main() -> int:
     best: dict[str, float] = {}
     for _ in range(1 if args.profile else args.rounds):
         for spec in args.contenders:
-            path, _, module = spec.rpartition(":")
-            env = dict(os.environ)
-            if path:
-                env["PYTHONPATH"] = path
+            module, env = inproc.contender(spec)
             argv = [sys.executable, __file__, "--child", module, "--era", args.era, "--calls", str(args.calls)]
             argv += ["--concurrency", str(args.concurrency)] + (["--profile", args.profile] if args.profile else [])
-            out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
-            if out.returncode != 0:
-                raise SystemExit(f"{spec}: {out.stderr[-2000:]}")
-            lines = out.stdout.strip().splitlines()
+            lines = inproc.child_lines(spec, argv, env)
             if args.profile:
                 print("\n".join(lines[:-1]))
             value = float(lines[-1])
@@ -257,15 +246,11 @@ def _parser() -> str:
 def _instructions(args: argparse.Namespace) -> int:
     """Instructions per call of each contender (see the module docs): two callgrind runs each, side by side."""
     for spec in args.contenders:
-        path, _, module = spec.rpartition(":")
-        env = dict(os.environ, PYTHONHASHSEED="0")
-        if path:
-            env["PYTHONPATH"] = path
+        module, env = inproc.contender(spec, hash_seed=True)
         argv = [sys.executable, __file__, "--child", module, "--era", args.era]
         argv += ["--concurrency", str(args.concurrency)]
-        per_call = callgrind.per_call(spec, argv, env)
         where = f"uvicorn {_parser()} in process, {args.era}, {args.concurrency} in flight"
-        print(f"{spec:40s} {per_call / 1000:7.1f}k instructions/call ({where})")
+        inproc.print_instructions(spec, argv, env, where)
     return 0
 
 
