@@ -24,7 +24,7 @@ from mcpkit.stores.postgres import (
     PostgresSessionStore,
 )
 from mcpkit.stores.redis import StoreUnavailable
-from support.fanout_recorder import recording
+from support.fanout_recorder import cut_off_past_the_log_bound, recording, the_outbox_keeps_its_bound
 from support.postgres_server import _free_port, postgres_url  # noqa: F401  (the session fixture)
 from support.tcp_proxy import TcpProxy
 
@@ -119,24 +119,13 @@ async def test_a_worker_cut_off_past_the_log_bound_tells_its_clients_to_look_aga
             fanouts([postgres_url], prefix=prefix, max_log=100) as (a,),
             fanouts([_via(postgres_url, proxy.port)], prefix=prefix, max_log=100, timeout=1.0) as (b,),
         ):
-            await recording(a)
-            rb = await recording(b)
-            proxy.cut()
-            await asyncio.sleep(0.3)
-            for i in range(400):  # far past the 100 rows the log keeps
-                await a.publish("resource_updated", f"mcpkit://r/{i}")
-            async with a.conn.acquire("test") as db:
-                rows = await db.fetchval(f"SELECT count(*) FROM {a.conn.tables['log']}")
-            assert rows <= a.max_log + 64  # the log table is bounded
-            proxy.restore()
-            deadline = time.monotonic() + 30
-            while rb.missed == 0 or not rb.events or rb.events[-1][1] != "mcpkit://r/399":
-                assert time.monotonic() < deadline, (rb.missed, rb.events[-3:])
-                await asyncio.sleep(0.05)
-            assert rb.missed == 1 and b.missed == 1
-            tail = [int(v.rsplit("/", 1)[1]) for _, v, _ in rb.events]
-            assert tail == sorted(tail) and tail[-1] == 399
-            assert await b.read("1-0") is None  # a position the log no longer holds: the caller must look again
+
+            async def the_log_table_is_bounded() -> None:
+                async with a.conn.acquire("test") as db:
+                    rows = await db.fetchval(f"SELECT count(*) FROM {a.conn.tables['log']}")
+                assert rows <= a.max_log + 64
+
+            await cut_off_past_the_log_bound(a, b, proxy, 400, timeout=30, while_cut=the_log_table_is_bounded)
 
 
 async def test_publish_without_the_database_tells_this_workers_clients_now_and_the_others_later(
@@ -148,22 +137,7 @@ async def test_publish_without_the_database_tells_this_workers_clients_now_and_t
             fanouts([postgres_url], prefix=prefix) as (a,),
             fanouts([_via(postgres_url, proxy.port)], prefix=prefix, timeout=0.5, max_unsent=3) as (b,),
         ):
-            ra = await recording(a)
-            rb = await recording(b)
-            proxy.cut()
-            started = time.monotonic()
-            for i in range(5):  # two more than the outbox keeps
-                await b.publish("resource_updated", f"mcpkit://r/{i}")
-            assert time.monotonic() - started < 5.0
-            assert [v for _, v, _ in rb.events] == [f"mcpkit://r/{i}" for i in range(5)]  # told at once
-            assert len(b._unsent) == 3
-            proxy.restore()
-            await ra.until(3, timeout=30)
-            deadline = time.monotonic() + 20
-            while ra.missed == 0:  # the two dropped ones: A's clients are told to look again
-                assert time.monotonic() < deadline
-                await asyncio.sleep(0.05)
-            assert [v for _, v, _ in ra.events] == [f"mcpkit://r/{i}" for i in (2, 3, 4)]
+            await the_outbox_keeps_its_bound(a, b, proxy, timeout=30)
 
 
 async def test_a_workers_inbox_is_bounded(postgres_url: str) -> None:  # noqa: F811

@@ -17,7 +17,7 @@ import pytest
 
 from mcpkit.stores.log import position_order, worker_of
 from mcpkit.stores.redis import RedisConnection, RedisEventStore, RedisFanout, RedisSessionStore, StoreUnavailable
-from support.fanout_recorder import Recorder, recording
+from support.fanout_recorder import Recorder, cut_off_past_the_log_bound, recording, the_outbox_keeps_its_bound
 from support.redis_server import redis_cluster_url, redis_url  # noqa: F401  (the session fixtures)
 from support.tcp_proxy import TcpProxy
 
@@ -135,23 +135,8 @@ async def test_a_worker_cut_off_past_the_log_bound_tells_its_clients_to_look_aga
             fanouts(f"redis://127.0.0.1:{proxy.port}/0", 1, max_log=100) as (b,),
         ):
             b.conn.keys, b.log_key, b._seq_key = a.conn.keys, a.log_key, a._seq_key
-            await recording(a)
-            rb = await recording(b)
-            proxy.cut()
-            await asyncio.sleep(0.3)
-            for i in range(600):  # far past the ~100 entries the log keeps
-                await a.publish("resource_updated", f"mcpkit://r/{i}")
-            proxy.restore()
-            deadline = time.monotonic() + 15
-            while rb.missed == 0 or not rb.events or rb.events[-1][1] != "mcpkit://r/599":
-                assert time.monotonic() < deadline, (rb.missed, rb.events[-3:])
-                await asyncio.sleep(0.05)
-            assert rb.missed == 1 and b.missed == 1
-            # what the log still had is delivered in order after the "look again"
-            tail = [int(v.rsplit("/", 1)[1]) for _, v, _ in rb.events]
-            assert tail == sorted(tail) and tail[-1] == 599
+            await cut_off_past_the_log_bound(a, b, proxy, 600, timeout=15)
             assert (await b.read(a.position or "0-0")) == []
-            assert await b.read("1-0") is None  # a position the log no longer holds: the caller must look again
 
 
 async def test_publish_without_redis_tells_this_workers_clients_now_and_the_others_later(
@@ -450,19 +435,7 @@ async def test_the_outbox_of_events_waiting_for_the_log_is_bounded(redis_url: st
             fanouts(f"redis://127.0.0.1:{proxy.port}/0", 1, timeout=0.3, max_unsent=3) as (b,),
         ):
             b.conn.keys, b.log_key, b._seq_key = a.conn.keys, a.log_key, a._seq_key
-            ra = await recording(a)
-            await recording(b)
-            proxy.cut()
-            for i in range(5):  # two more than the outbox keeps
-                await b.publish("resource_updated", f"mcpkit://r/{i}")
-            assert len(b._unsent) == 3
-            proxy.restore()
-            await ra.until(3, timeout=15)
-            deadline = time.monotonic() + 10
-            while ra.missed == 0:  # the two dropped ones: A's clients are told to look again
-                assert time.monotonic() < deadline
-                await asyncio.sleep(0.05)
-            assert [v for _, v, _ in ra.events] == [f"mcpkit://r/{i}" for i in (2, 3, 4)]
+            await the_outbox_keeps_its_bound(a, b, proxy, timeout=15)
 
 
 async def test_a_stalled_log_is_noticed_within_a_block_and_a_timeout(redis_url: str) -> None:  # noqa: F811
