@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from support.typecheck import mypy_strict, pyright_problems, pyright_revealed, pyright_strict, revealed_types
+from support.user_pytest import run_pytest
 
 SERVER = '''
 from mcpkit import MCPKit
@@ -63,9 +64,7 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
 
 def test_fixtures_annotated_with_their_public_types_run(project: pytest.Pytester) -> None:
     """The annotated tests pass: each fixture is an instance of the type it is annotated with."""
-    result = project.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--mcp-transports=memory", "--mcp-eras=handshake", "--mcp-update-snapshots"
-    )
+    result = run_pytest(project, "--mcp-transports=memory", "--mcp-eras=handshake", "--mcp-update-snapshots")
     result.assert_outcomes(passed=2)
 
 

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from support.user_pytest import run_pytest
+
 SERVER = '''
 from mcpkit import Context, MCPKit
 
@@ -45,9 +47,8 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     return pytester
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """pytest in a subprocess, as the user runs it (in process, pytester would re-import mcpkit between runs)."""
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args, timeout=300)
+def run(pytester: pytest.Pytester, *args: str, timeout: float = 300) -> pytest.RunResult:
+    return run_pytest(pytester, *args, timeout=timeout)
 
 
 def snapshots_recorded(
@@ -536,9 +537,7 @@ def test_a_plain_def_tool_that_never_returns_fails_its_test_and_does_not_hang_th
             """
         ),
     )
-    result = project.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--mcp-transports=memory,http", "--mcp-eras=handshake", timeout=120
-    )
+    result = run(project, "--mcp-transports=memory,http", "--mcp-eras=handshake", timeout=120)
     result.assert_outcomes(failed=2, errors=2)
     result.stdout.fnmatch_lines(["*left behind:*", "*a worker thread still running tool 'stuck'*"])
 
@@ -573,7 +572,7 @@ def test_a_conformance_check_that_meets_a_tool_that_never_returns_ends_and_names
             """
         ),
     )
-    result = project.runpytest_subprocess("-p", "no:cacheprovider", timeout=150)
+    result = run(project, timeout=150)
     result.assert_outcomes(failed=1, errors=1)
     result.stdout.fnmatch_lines(["*a worker thread still running tool 'lookup'*"])
     result.stdout.fnmatch_lines(["*M068 (MUST)*", "*tools/call lookup*no response within*"])

@@ -30,6 +30,7 @@ from support.broken_stores import (
 from support.paths import REPO
 from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
 from support.redis_server import redis_cluster_url, redis_url  # noqa: F401  (the session fixtures)
+from support.user_pytest import run_pytest
 
 # ---------------------------------------------------------------------------------------------- in memory
 
@@ -291,6 +292,6 @@ def test_the_guides_store_backend_example_passes_the_contract_in_strict_mode(
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(textwrap.dedent(text), encoding="utf-8")
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\npythonpath = .\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", timeout=120)
+    result = run_pytest(pytester, "-q", timeout=120)
     outcomes: dict[str, Any] = result.parseoutcomes()
     assert outcomes.get("passed") == 6 and "failed" not in outcomes, result.stdout.str()
