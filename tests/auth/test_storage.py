@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mcpkit.auth.storage import _Code, _Refresh
+from mcpkit.auth.storage import ClientRecord, _Code, _Refresh
 from support.auth_storages import StorageMaker, make_auth_storage  # noqa: F401  (the fixture)
 from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
@@ -208,4 +208,30 @@ async def test_replicas_whose_clocks_differ_agree_on_leases_and_expiries(
         await asyncio.sleep(0.01)  # (a storage orders uses by its clock: two uses never tie)
     now = on(slow)
     kept = [user for user in "abc" if await slow_replica.get_upstream(user, now) is not None]
+    assert kept == ["b", "c"]  # a, the least recently used, went
+
+
+@pytest.mark.parametrize("make_auth_storage", ["redis", "postgres"], indirect=True)
+async def test_replicas_whose_clocks_differ_agree_on_which_self_registered_client_was_used_last(
+    make_auth_storage: StorageMaker,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past ``max_dynamic_clients`` the least recently used self-registered client goes, in the order the storage's
+    server saw the saves and uses, whatever the clocks of the replicas that made them (compared by the replicas'
+    clocks, a slow replica's newest client was the oldest, and evicting none but it, kept three past a bound of
+    two)."""
+    slow_replica = make_auth_storage(max_dynamic_clients=2)
+    fast_replica = make_auth_storage.shared()
+    module = sys.modules[type(slow_replica).__module__]
+    slow, fast = _Clock(-60), _Clock(60)
+    steps = [("a", fast_replica, fast), ("b", slow_replica, slow), ("c", slow_replica, slow)]
+    for client_id, replica, clock in steps:
+        monkeypatch.setattr(module, "time", clock)
+        await replica.save_client(ClientRecord(client_id, None, ["https://app/cb"], dynamic=True))
+        await asyncio.sleep(0.01)  # (two saves never tie)
+        if client_id == "b":
+            monkeypatch.setattr(module, "time", fast)
+            await fast_replica.client_used("b")  # (so the slow replica's c is the newest by far only on its clock)
+            await asyncio.sleep(0.01)
+    kept = [c for c in "abc" if await slow_replica.get_client(c) is not None]
     assert kept == ["b", "c"]  # a, the least recently used, went

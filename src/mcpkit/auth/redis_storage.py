@@ -30,30 +30,45 @@ if TYPE_CHECKING:
 
 __all__ = ["RedisAuthStorage", "RedisReplayCache"]
 
-# KEYS: the client's key, the set of self-registered clients (score: when saved or last used), their sizes (a
-# hash), the sum of their sizes; ARGV: the record, its score, the most kept, the client id, the prefix of client
-# keys, the record's size, the most bytes kept. Saves the client; past either bound the least recently used
-# self-registered clients go (never the one just saved; pre-registered ones are never in the set).
-_SAVE_DYNAMIC = """
+# Every lease, every "is it due / expired" and every order of use below is on the Redis server's clock (TIME), never
+# a replica's: a replica passes lifetimes (ms from now), so replicas whose clocks disagree still agree on who holds a
+# lease, what expired and what was used last.
+# (TIME then writes: allowed with effects replication, the default from Redis 5 and the only mode from 7; this
+# storage needs 6.2 for GETDEL. replicate_commands() switches it on where a server was configured without it.)
+_NOW = """
+redis.replicate_commands()
+local clock = redis.call('TIME')
+local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local now_us = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+"""
+
+# KEYS: the client's key, the set of self-registered clients (score: when saved or last used, µs), their sizes (a
+# hash), the sum of their sizes; ARGV: the record, the most kept, the client id, the prefix of client keys, the
+# record's size, the most bytes kept. Saves the client; past either bound the least recently used self-registered
+# clients go (never the one just saved; pre-registered ones are never in the set).
+_SAVE_DYNAMIC = (
+    _NOW
+    + """
 redis.call('SET', KEYS[1], ARGV[1])
-redis.call('ZADD', KEYS[2], ARGV[2], ARGV[4])
-local old = tonumber(redis.call('HGET', KEYS[3], ARGV[4]) or '0')
-redis.call('HSET', KEYS[3], ARGV[4], ARGV[6])
-local total = redis.call('INCRBY', KEYS[4], tonumber(ARGV[6]) - old)
+redis.call('ZADD', KEYS[2], now_us, ARGV[3])
+local old = tonumber(redis.call('HGET', KEYS[3], ARGV[3]) or '0')
+redis.call('HSET', KEYS[3], ARGV[3], ARGV[5])
+local total = redis.call('INCRBY', KEYS[4], tonumber(ARGV[5]) - old)
 local count = redis.call('ZCARD', KEYS[2])
-while count > 1 and (count > tonumber(ARGV[3]) or total > tonumber(ARGV[7])) do
+while count > 1 and (count > tonumber(ARGV[2]) or total > tonumber(ARGV[6])) do
   local id = redis.call('ZPOPMIN', KEYS[2])[1]
-  if id == ARGV[4] then
-    redis.call('ZADD', KEYS[2], ARGV[2], id)
+  if id == ARGV[3] then
+    redis.call('ZADD', KEYS[2], now_us, id)
     break
   end
-  redis.call('DEL', ARGV[5] .. id)
+  redis.call('DEL', ARGV[4] .. id)
   total = redis.call('INCRBY', KEYS[4], -tonumber(redis.call('HGET', KEYS[3], id) or '0'))
   redis.call('HDEL', KEYS[3], id)
   count = count - 1
 end
 return 1
 """
+)
 
 # KEYS: the token's key (by digest), the key an earlier version kept it under (or the same), the set of unexpiring
 # refresh tokens; ARGV: the DPoP key thumbprint presented ('' for none), the digest, '1' to check the binding.
@@ -75,29 +90,31 @@ redis.call('ZREM', KEYS[3], ARGV[2])
 return {1, raw}
 """
 
-# KEYS: the token's key, the set of unexpiring refresh tokens (score: when saved); ARGV: the record, the score, the
-# digest, the most kept, the prefix of the tokens' keys. Past the bound the least recently issued ones go.
-_SAVE_UNEXPIRING = """
+# KEYS: the token's key, the set of unexpiring refresh tokens (score: when saved, µs); ARGV: the record, the digest,
+# the most kept, the prefix of the tokens' keys. Past the bound the least recently issued ones go.
+_SAVE_UNEXPIRING = (
+    _NOW
+    + """
 redis.call('SET', KEYS[1], ARGV[1])
-redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
-local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[4])
+redis.call('ZADD', KEYS[2], now_us, ARGV[2])
+local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[3])
 if over > 0 then
   local gone = redis.call('ZPOPMIN', KEYS[2], over)
-  for i = 1, #gone, 2 do redis.call('DEL', ARGV[5] .. gone[i]) end
+  for i = 1, #gone, 2 do redis.call('DEL', ARGV[4] .. gone[i]) end
 end
 return 1
 """
+)
 
-# Every lease and every "is it due / expired" below is on the Redis server's clock (TIME), never a replica's: a
-# replica passes lifetimes (ms from now), so replicas whose clocks disagree still agree on who holds a lease.
-# (TIME then writes: allowed with effects replication, the default from Redis 5 and the only mode from 7; this
-# storage needs 6.2 for GETDEL. replicate_commands() switches it on where a server was configured without it.)
-_NOW = """
-redis.replicate_commands()
-local clock = redis.call('TIME')
-local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-local now_us = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+# KEYS: a set ordered by use (self-registered clients); ARGV: the member just used. Its use now, if it is in the set
+# (ZADD XX: never adds one: a pre-registered or evicted client stays out).
+_TOUCH = (
+    _NOW
+    + """
+redis.call('ZADD', KEYS[1], 'XX', now_us, ARGV[1])
+return 1
 """
+)
 
 # KEYS: the record's key, the set of records (score: when its lease or life ends, ms); ARGV: the sealed record, its
 # lifetime (ms), its score (ms from now), its digest, the most kept, '1' when a score past is an expiry (those
@@ -274,6 +291,7 @@ class RedisAuthStorage(_RedisHolder):
         self._save_dynamic = self.redis.register_script(_SAVE_DYNAMIC)
         self._take_refresh = self.redis.register_script(_TAKE_REFRESH)
         self._save_unexpiring = self.redis.register_script(_SAVE_UNEXPIRING)
+        self._touch = self.redis.register_script(_TOUCH)
         self._put_bounded = self.redis.register_script(_PUT_BOUNDED)
         self._put_upstream = self.redis.register_script(_PUT_UPSTREAM)
         self._get_upstream = self.redis.register_script(_GET_UPSTREAM)
@@ -293,9 +311,9 @@ class RedisAuthStorage(_RedisHolder):
         return ClientRecord.from_dict(orjson.loads(raw)) if raw else None
 
     async def client_used(self, client_id: str) -> None:
-        """A self-registered client just used gets the latest score in the eviction order, one ``ZADD XX`` (which
-        never adds: a pre-registered or evicted client stays out of the set)."""
-        await self.redis.zadd(self._key("clients", "dynamic"), {client_id: time.time_ns() // 1000}, xx=True)
+        """A self-registered client just used gets the latest score in the eviction order (the Redis server's time),
+        one ``ZADD XX`` in a script (which never adds: a pre-registered or evicted client stays out of the set)."""
+        await self._touch(keys=[self._key("clients", "dynamic")], args=[client_id])
 
     async def save_client(self, client: ClientRecord) -> None:
         record = orjson.dumps(asdict(client.stored()))
@@ -310,7 +328,6 @@ class RedisAuthStorage(_RedisHolder):
         ]
         args: list[bytes | str | int] = [
             record,
-            time.time_ns() // 1000,
             self.max_dynamic_clients,
             client.client_id,
             self._key("client", ""),
@@ -353,7 +370,6 @@ class RedisAuthStorage(_RedisHolder):
         record, prefix = orjson.dumps(asdict(data)), self._key("refresh-sha256", "")
         args: list[bytes | str | int] = [
             record,
-            time.time_ns() // 1000,
             _digest(token),
             self.max_refresh_tokens,
             prefix,
