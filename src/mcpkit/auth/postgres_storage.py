@@ -35,7 +35,7 @@ from typing import Any
 import orjson
 
 from ..stores.postgres.connection import DEFAULT_TIMEOUT, PostgresConnection, postgres_for
-from .storage import ClientRecord, _Code, _Refresh
+from .storage import ClientRecord, _Code, _Refresh, check_shared_bounds
 
 __all__ = ["MAX_SWEEP", "PostgresAuthStorage", "PostgresReplayCache"]
 
@@ -154,12 +154,7 @@ class PostgresAuthStorage(_PostgresHolder):
         max_refresh_tokens: int = 100_000,
         sweep_every: float = 60.0,
     ) -> None:
-        if max_dynamic_clients < 1:
-            raise ValueError("max_dynamic_clients must be at least 1")
-        if max_dynamic_client_bytes < 16 * 1024:
-            raise ValueError("max_dynamic_client_bytes must hold at least one 16 KiB registration")
-        if max_refresh_tokens < 1:
-            raise ValueError("max_refresh_tokens must be at least 1")
+        check_shared_bounds(max_dynamic_clients, max_dynamic_client_bytes, max_refresh_tokens)
         super().__init__(postgres, prefix, timeout, sweep_every)
         self.max_dynamic_clients = max_dynamic_clients
         self.max_dynamic_client_bytes = max_dynamic_client_bytes

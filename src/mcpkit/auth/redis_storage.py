@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .storage import ClientRecord, _Code, _Refresh
+from .storage import ClientRecord, _Code, _Refresh, check_shared_bounds
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -273,12 +273,7 @@ class RedisAuthStorage(_RedisHolder):
         max_dynamic_client_bytes: int = 16 * 1024 * 1024,
         max_refresh_tokens: int = 100_000,
     ) -> None:
-        if max_dynamic_clients < 1:
-            raise ValueError("max_dynamic_clients must be at least 1")
-        if max_dynamic_client_bytes < 16 * 1024:
-            raise ValueError("max_dynamic_client_bytes must hold at least one 16 KiB registration")
-        if max_refresh_tokens < 1:
-            raise ValueError("max_refresh_tokens must be at least 1")
+        check_shared_bounds(max_dynamic_clients, max_dynamic_client_bytes, max_refresh_tokens)
         super().__init__(redis, prefix)
         if _is_cluster(self.redis) and not re.search(r"\{[^}]+\}", prefix):
             raise ValueError(

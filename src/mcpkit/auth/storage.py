@@ -38,6 +38,16 @@ def _secret_digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def check_shared_bounds(max_dynamic_clients: int, max_dynamic_client_bytes: int, max_refresh_tokens: int) -> None:
+    """Refuse bounds a shared storage (Redis, PostgreSQL) cannot work with: ``ValueError`` saying which."""
+    if max_dynamic_clients < 1:
+        raise ValueError("max_dynamic_clients must be at least 1")
+    if max_dynamic_client_bytes < 16 * 1024:
+        raise ValueError("max_dynamic_client_bytes must hold at least one 16 KiB registration")
+    if max_refresh_tokens < 1:
+        raise ValueError("max_refresh_tokens must be at least 1")
+
+
 @dataclass
 class ClientRecord:
     """A registered client. ``scope`` (space-separated) is everything it may ever be granted (None: any scope);
