@@ -564,6 +564,37 @@ async def test_every_answer_waiting_for_a_slow_reader_goes_on_once_the_reader_ca
         os.close(out_r)
 
 
+async def test_a_write_that_waits_for_nothing_returns_nothing_to_await_and_one_behind_a_slow_reader_does() -> None:
+    """send_now writes at once and returns None while the client keeps up (no coroutine for the peer to run); once
+    the write buffer is past its high-water mark it returns what to await, which ends when the client reads."""
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    transport = StdioServerTransport(stdin=os.fdopen(in_r, "rb"), stdout=os.fdopen(out_w, "wb"))
+    await transport.start()
+    transport.set_fast_path(None, lambda: 1)  # one request at a time: each answer leaves at once
+    try:
+        assert transport.send_now(b'{"a":1}') is None
+        assert os.read(out_r, 100) == b'{"a":1}\n'
+        message = b"x" * 600_000
+        waiting = None
+        written = 0
+        while waiting is None:  # nobody reads: the pipe, then the write buffer, fill up
+            waiting = transport.send_now(message)
+            written += len(message) + 1
+            assert written < 64 * len(message)
+        task = asyncio.ensure_future(waiting)
+        await asyncio.sleep(0.1)
+        assert not task.done()
+        loop = asyncio.get_running_loop()
+        while written:
+            written -= len(await loop.run_in_executor(None, os.read, out_r, 1 << 20))
+        await asyncio.wait_for(task, 5)
+    finally:
+        await transport.close()
+        os.close(in_w)
+        os.close(out_r)
+
+
 async def test_a_server_whose_client_stopped_reading_its_output_ends_as_at_end_of_input() -> None:
     """The client is gone but its end of the server's stdin is still held open (by a child it left behind, say):
     the server's stdout is closed, so nothing it does can ever reach anyone. It ends as it does at end of input

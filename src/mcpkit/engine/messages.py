@@ -10,7 +10,7 @@ POST's response and not a message of the stream.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from contextvars import ContextVar
 from typing import Any, Final, NamedTuple, Protocol
 
@@ -192,6 +192,12 @@ class BaseConnection:
     async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
         """Write one message (see :class:`Outbox`)."""
         raise NotImplementedError
+
+    def send_now(self, data: bytes, msg: Outgoing | None = None) -> Awaitable[None] | None:
+        """:meth:`send` without a coroutine when it has nothing to wait for: None when the message is written (or
+        handed on) with no waiting, else what the caller awaits to finish it. The peer answers its requests
+        through it. Default: :meth:`send`'s coroutine."""
+        return self.send(data, msg)
 
     async def close(self) -> None:
         """Release the connection."""

@@ -150,7 +150,10 @@ class Peer(Requests):
         self._cancel_sends: set[asyncio.Task[None]] = set()  # notifications/cancelled in flight (each bounded)
         #: called when :meth:`run`'s input ends, before the drain (the owner ends what never ends by itself)
         self.on_input_end: Callable[[], None] | None = None
-        self._runner = RequestRunner(self)  # runs the requests the reader takes (see _queue)
+        # runs the requests the reader takes (see _queue). (Each attribute set here is one more key of every peer's
+        # __dict__: past 30, CPython 3.11 stops sharing the keys between instances and every attribute read of the
+        # peer gets slower. The hot path's additions live on the runner, which has slots.)
+        self._runner = RequestRunner(self)
 
     # ------------------------------------------------------------------ incoming
 
@@ -247,7 +250,7 @@ class Peer(Requests):
                 return False
             ctx = self._admit(msg, out)  # type: ignore[arg-type]
             if ctx is not None:
-                self._queue(ctx)
+                self._runner.queue(ctx)  # (_queue without its frame)
             return True
         if t is Response or t is ErrorResponse:
             self._on_response(msg)  # type: ignore[arg-type]
@@ -478,8 +481,6 @@ class Peer(Requests):
     def _queue(self, ctx: RequestContext) -> None:
         """Start ``ctx``, holding one of the ``max_concurrency`` slots until it ends: through the peer's
         :class:`~.runner.RequestRunner`, one task that runs the requests the reader took in turn."""
-        self._active += 1
-        ctx._slot = True
         self._runner.queue(ctx)
 
     def _release(self) -> None:

@@ -12,7 +12,7 @@ call: requests that arrive while the runner is inside a handler get tasks of the
 wait behind the one it runs, the runner leaves a callback for the loop's next pass that moves them to tasks of their
 own if the runner is still inside that handler then (on the stand-in).
 
-Bounds: every queued request holds one of the peer's ``max_concurrency`` slots, taken before it is queued, so the
+Bounds: every queued request holds one of the peer's ``max_concurrency`` slots, taken as it is queued, so the
 queue is never longer than that (beyond, requests wait for a slot in the peer's bounded line:
 :mod:`mcpkit.engine.waiting`).
 
@@ -34,7 +34,7 @@ from .._aio import running_loop as _running_loop
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import JSONDict
 from .context import RequestContext
-from .messages import RESULT, Outgoing, _new, batch
+from .messages import RESULT, BaseConnection, Outbox, Outgoing, _new, batch
 from .tap import OUT, TapHub
 
 logger: logging.Logger = logging.getLogger("mcpkit.engine")
@@ -62,6 +62,8 @@ class RunnerHost(Protocol):
 
     name: str
     tap: TapHub | None
+    _active: int
+    outbox: Outbox
     request_handler: Callable[[RequestContext], Awaitable[JSONDict] | JSONDict]
     _tasks: set[asyncio.Task[Any]]
 
@@ -79,18 +81,26 @@ class RunnerHost(Protocol):
 class RequestRunner:
     """The runner of one peer (see the module docs). :meth:`queue` takes a request that holds a slot."""
 
-    __slots__ = ("_busy", "_peer", "_queue", "_spill_due", "_task")
+    __slots__ = ("_box", "_busy", "_peer", "_queue", "_send_now", "_spill_due", "_task")
 
     def __init__(self, peer: RunnerHost) -> None:
         self._peer = peer
+        # the answers for the peer's outbox are written through its send_now when it is a BaseConnection (no
+        # coroutine for a write that waits for nothing), an answer for another outbox through that one's send
+        box = self._box = peer.outbox
+        self._send_now: Callable[[bytes, Outgoing], Awaitable[None] | None] = (
+            box.send_now if isinstance(box, BaseConnection) else box.send
+        )
         self._queue: deque[RequestContext] = deque()  # (each holds a max_concurrency slot: bounded by it)
         self._task: asyncio.Task[None] | None = None
         self._busy = False  # inside a handler's synchronous part
         self._spill_due = False  # a _spill callback is scheduled
 
     def queue(self, ctx: RequestContext) -> None:
-        """Run ``ctx`` (which holds a slot of the peer's): in the runner's turn, or at once in a task of its own
-        while the runner is inside a handler."""
+        """Run ``ctx``, holding one of the peer's ``max_concurrency`` slots (taken here) until it ends: in the
+        runner's turn, or at once in a task of its own while the runner is inside a handler."""
+        self._peer._active += 1
+        ctx._slot = True
         if self._busy:
             self._continue(ctx, self._peer._run_request(ctx), None)
             return
@@ -111,6 +121,8 @@ class RequestRunner:
         peer = self._peer
         q = self._queue
         handler = peer.request_handler
+        box = self._box
+        send_now = self._send_now
         copy_context = contextvars.copy_context
         loop = _running_loop()
         try:
@@ -152,7 +164,10 @@ class RequestRunner:
                         continue
                     if peer.tap is not None:
                         peer._tapped(OUT, answer)
-                    await ctx.out.send(answer.data, answer)
+                    out = ctx.out  # (no coroutine for a write that waits for nothing: see __init__)
+                    waiting = send_now(answer.data, answer) if out is box else out.send(answer.data, answer)
+                    if waiting is not None:
+                        await waiting
                 except (ConnectionError, OSError) as exc:
                     logger.debug("%s: could not answer %r: %s", peer.name, ctx.method, exc)
                 finally:

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import IO, Any
 
 from .._aio import running_loop as _running_loop
@@ -205,6 +205,14 @@ class StdioServerTransport(BaseConnection):
         return self._lines.receive()
 
     async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
+        waiting = self.send_now(data, msg)
+        if waiting is not None:
+            await waiting
+
+    def send_now(self, data: bytes, msg: Outgoing | None = None) -> Awaitable[None] | None:
+        """Write one message; None when that needed no waiting, else what to await: the client reads slower than
+        the server writes (the caller waits holding its request's slot, so that the peer stops reading requests
+        instead of buffering their answers without end)."""
         if self._closed:
             raise ConnectionClosed("stdout is closed")
         transport = self._write_transport
@@ -229,15 +237,14 @@ class StdioServerTransport(BaseConnection):
                 if self._out_bytes >= WRITE_HIGH_WATER:
                     self._flush()
                 elif transport.get_write_buffer_size() <= WRITE_HIGH_WATER:
-                    return
-                # (else the client reads slower than we write: wait below, holding the request's slot, so that the
-                # peer stops reading requests instead of buffering their answers without end)
+                    return None
             if transport.get_write_buffer_size() > WRITE_HIGH_WATER and self._flow is not None:
-                await self._flow.drain()
-        elif self._blocking_out is not None:
+                return self._flow.drain()
+            return None
+        if self._blocking_out is not None:
             self._blocking_out.write(data + b"\n")
-        else:
-            raise ConnectionClosed("transport not started")
+            return None
+        raise ConnectionClosed("transport not started")
 
     def _flush(self) -> None:
         if self._flush_handle is not None:
