@@ -13,6 +13,7 @@ import pytest
 
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.protocol import versions
+from mcpkit.protocol.errors import MCPError
 from mcpkit.server.lowlevel import Server
 from mcpkit.transports.memory import create_memory_pair
 from mcpkit.transports.stdio import StdioClientTransport, StdioServer
@@ -166,3 +167,60 @@ async def test_server_shutdown_ends_listen_streams_gracefully() -> None:
         result = await asyncio.wait_for(sub._task, 5)
         assert result["_meta"]["io.modelcontextprotocol/subscriptionId"] == sub.id
         assert result["resultType"] == "complete"
+
+
+_V = "io.modelcontextprotocol/protocolVersion"
+_CAPS = "io.modelcontextprotocol/clientCapabilities"
+_INFO = "io.modelcontextprotocol/clientInfo"
+_LEVEL = "io.modelcontextprotocol/logLevel"
+
+
+class _InfoDict(dict[str, Any]):
+    """A dict subclass (what a caller of modern_context may pass; orjson never makes one)."""
+
+
+@pytest.mark.parametrize(
+    ("meta", "expected"),
+    [
+        ({_V: "2026-07-28", _CAPS: {"x": {}}, _INFO: {"name": "c"}}, ({"x": {}}, {"name": "c"}, None)),
+        ({_V: "2026-07-28", _CAPS: {}}, ({}, None, None)),
+        ({_V: "2026-07-28", _CAPS: {}, _INFO: "c"}, ({}, None, None)),
+        ({_V: "2026-07-28", _CAPS: {}, _INFO: _InfoDict(name="c")}, ({}, {"name": "c"}, None)),
+        ({_V: "2026-07-28", _CAPS: {}, _LEVEL: "info"}, ({}, None, "info")),
+        ({_V: "2026-07-28", _CAPS: {}, _LEVEL: None}, ({}, None, None)),
+        ({_V: "2026-07-28", _CAPS: {}, _LEVEL: "loud"}, "invalid log level"),
+        ({_V: "2026-07-28"}, "clientCapabilities"),
+        ({_V: "2026-07-28", _CAPS: []}, "clientCapabilities"),
+        ({_CAPS: {}}, "protocolVersion"),
+        ({_V: ["2026-07-28"], _CAPS: {}}, "protocolVersion"),
+        ({_V: 20260728, _CAPS: {}}, "protocolVersion"),
+        ({_V: "2099-01-01", _CAPS: {}}, "Unsupported protocol version"),
+        ({_V: "2025-11-25", _CAPS: {}}, "Unsupported protocol version"),
+        (None, "protocolVersion"),
+        ({}, "protocolVersion"),
+    ],
+)
+def test_a_modern_requests_meta_is_read_or_refused_naming_what_is_wrong(meta: Any, expected: Any) -> None:
+    """Server.modern_context reads the usual _meta with one test per key and everything else fully: the same
+    outcome either way (the revision's features, the capabilities, the client info only when it is an object,
+    the log level; or the error that names what is wrong)."""
+    server = Server("s")
+    if isinstance(expected, str):
+        with pytest.raises(MCPError) as err:
+            server.modern_context(meta)
+        assert expected in str(err.value)
+        return
+    feats, caps, info, level = server.modern_context(meta)
+    assert feats.version == "2026-07-28" and feats.modern
+    assert (caps, info, level) == expected
+    if meta.get(_INFO) is not None and info is not None:
+        assert info is meta[_INFO]
+
+
+def test_a_server_whose_modern_versions_were_replaced_reads_the_new_ones() -> None:
+    server = Server("s")
+    meta = {_V: "2026-07-28", _CAPS: {}}
+    assert server.modern_context(meta)[0].version == "2026-07-28"
+    server.modern_versions = ()
+    with pytest.raises(MCPError, match="Unsupported protocol version"):
+        server.modern_context(meta)

@@ -506,6 +506,19 @@ class Server(ChangeFanout, Runnable):
         A transport that has to answer these errors itself (HTTP: status 400) calls this before running the request
         and leaves the result in ``rc.validated_meta``, where :meth:`dispatch_modern` takes it instead of reading
         again."""
+        try:
+            # the usual request, read with one test per key (hot path: docs/architecture.md): a revision served,
+            # capabilities, no log level; anything else is read below, which names what is wrong
+            if (
+                self._modern_for is self.modern_versions
+                and type(caps := meta[META_CLIENT_CAPABILITIES]) is dict  # type: ignore[index]
+                and META_LOG_LEVEL not in meta  # type: ignore[operator]
+            ):
+                info = meta.get(META_CLIENT_INFO)  # type: ignore[union-attr]
+                served = self._modern_features[meta[META_PROTOCOL_VERSION]]  # type: ignore[index]
+                return served, caps, info if type(info) is dict or isinstance(info, dict) else None, None
+        except (KeyError, TypeError):  # (no key, no dict, an unhashable version: free until raised)
+            pass
         version = meta.get(META_PROTOCOL_VERSION) if meta else None
         if self._modern_for is not self.modern_versions:  # (modern_versions was replaced)
             self._modern_for = self.modern_versions
