@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from ..stores.postgres.connection import DEFAULT_TIMEOUT, PostgresConnection, postgres_for
+from ..stores.postgres.connection import DEFAULT_TIMEOUT, PostgresConnection, delete_expired, postgres_for
 from .storage import ClientRecord, _Code, _Refresh, check_shared_bounds
 
 __all__ = ["MAX_SWEEP", "PostgresAuthStorage", "PostgresReplayCache"]
@@ -107,11 +107,7 @@ class _PostgresHolder:
     async def sweep(self) -> int:
         """Delete at most :data:`MAX_SWEEP` expired rows now; how many went."""
         async with self._db() as db:
-            done = await db.execute(
-                f"DELETE FROM {self.table} WHERE (kind, key) IN (SELECT kind, key FROM {self.table} WHERE expires_at "
-                f"<= clock_timestamp() LIMIT {MAX_SWEEP})"
-            )
-        gone = int(done.rsplit(" ", 1)[-1])
+            gone = await delete_expired(db, self.table, "kind, key", MAX_SWEEP)
         if gone >= MAX_SWEEP:
             self.conn.sweep_soon(self.table)
         return gone

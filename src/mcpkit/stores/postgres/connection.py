@@ -36,6 +36,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "PostgresConnection",
     "StoreUnavailable",
+    "delete_expired",
     "postgres_for",
     "without_password",
 ]
@@ -305,3 +306,13 @@ def postgres_for(
     if isinstance(postgres, PostgresConnection):
         return postgres, False
     return PostgresConnection(postgres, prefix=prefix, timeout=timeout), True
+
+
+async def delete_expired(db: Any, table: str, columns: str, limit: int) -> int:
+    """Delete at most ``limit`` rows of ``table`` whose ``expires_at`` has passed on the database's clock, picked by
+    their key ``columns`` (``"id"``, ``"kind, key"``); returns how many went (a store's bounded sweep)."""
+    done = await db.execute(
+        f"DELETE FROM {table} WHERE ({columns}) IN (SELECT {columns} FROM {table} WHERE expires_at <= "
+        f"clock_timestamp() LIMIT {limit})"
+    )
+    return int(done.rsplit(" ", 1)[-1])

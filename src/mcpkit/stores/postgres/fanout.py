@@ -32,7 +32,7 @@ from typing import Any
 from ..base import StoreUnavailable
 from ..log import LogEntry, position_order
 from ..log_fanout import BATCH, TAKE_TRIES, WORKERS, LogFanout, Logged
-from .connection import DEFAULT_TIMEOUT, PostgresConnection, postgres_for
+from .connection import DEFAULT_TIMEOUT, PostgresConnection, delete_expired, postgres_for
 
 logger: logging.Logger = logging.getLogger("mcpkit.stores.postgres")
 
@@ -179,9 +179,7 @@ class PostgresFanout(LogFanout[PostgresConnection]):
     async def sweep(self, db: Any) -> None:
         """Delete at most :data:`MAX_SWEEP` expired inbox messages and as many long-dead workers' rows."""
         i, w = self._inbox, self._workers
-        await db.execute(
-            f"DELETE FROM {i} WHERE id IN (SELECT id FROM {i} WHERE expires_at <= clock_timestamp() LIMIT {MAX_SWEEP})"
-        )
+        await delete_expired(db, i, "id", MAX_SWEEP)
         await db.execute(
             f"DELETE FROM {w} WHERE worker IN (SELECT worker FROM {w} WHERE alive_until < clock_timestamp() - "
             f"interval '1 hour' LIMIT {MAX_SWEEP})"

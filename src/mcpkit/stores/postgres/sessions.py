@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 
 from ..base import BaseSessionStore
-from .connection import DEFAULT_TIMEOUT, PostgresConnection, postgres_for
+from .connection import DEFAULT_TIMEOUT, PostgresConnection, delete_expired, postgres_for
 
 __all__ = ["MAX_SWEEP", "PostgresSessionStore"]
 
@@ -94,11 +94,7 @@ class PostgresSessionStore(BaseSessionStore):
     async def sweep(self) -> int:
         """Delete at most :data:`MAX_SWEEP` expired records now; how many went."""
         async with self.conn.acquire("session store") as db:
-            done = await db.execute(
-                f"DELETE FROM {self._table} WHERE id IN (SELECT id FROM {self._table} WHERE expires_at <= "
-                f"clock_timestamp() LIMIT {MAX_SWEEP})"
-            )
-        return int(done.rsplit(" ", 1)[-1])
+            return await delete_expired(db, self._table, "id", MAX_SWEEP)
 
     async def _sweep(self) -> None:
         if self.conn.sweep_due(self._table, self.sweep_every):
