@@ -10,23 +10,35 @@ from _serve import main
 
 from mcpkit import MCPKit
 
-app = MCPKit("bench")
 
-
-@app.tool
 def echo(text: str) -> str:
     return text
 
 
-@app.tool
 def add(a: int, b: int) -> int:
     return a + b
 
 
-def make_asgi(stateless: bool) -> Any | None:
+def build(thread: bool | None = None) -> MCPKit:
+    """The app with ``echo`` and ``add`` as plain ``def`` tools, registered with ``thread`` (None: the default
+    sync policy; mcpkit_inline.py passes False)."""
+    served = MCPKit("bench")
+    for fn in (echo, add):
+        served.tool(thread=thread)(fn)
+    return served
+
+
+def asgi_of(served: MCPKit, stateless: bool) -> Any:
     from mcpkit.transports.http import create_app
 
-    return create_app(app, stateless=stateless, json_response=True)
+    return create_app(served, stateless=stateless, json_response=True)
+
+
+app = build()
+
+
+def make_asgi(stateless: bool) -> Any | None:
+    return asgi_of(app, stateless)
 
 
 if __name__ == "__main__":

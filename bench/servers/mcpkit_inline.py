@@ -6,26 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from _serve import main
+from mcpkit_def import asgi_of, build
 
-from mcpkit import MCPKit
-
-app = MCPKit("bench")
-
-
-@app.tool(thread=False)
-def echo(text: str) -> str:
-    return text
-
-
-@app.tool(thread=False)
-def add(a: int, b: int) -> int:
-    return a + b
+app = build(thread=False)
 
 
 def make_asgi(stateless: bool) -> Any | None:
-    from mcpkit.transports.http import create_app
-
-    return create_app(app, stateless=stateless, json_response=True)
+    return asgi_of(app, stateless)
 
 
 if __name__ == "__main__":
