@@ -12,7 +12,7 @@ import orjson
 from mcpkit import Context, MCPKit
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.engine import ORIGIN
-from mcpkit.transports.http.client_support import MAX_RELATED, Relations
+from mcpkit.transports.http.client_support import MAX_RELATED, MAX_RELATED_ID, Relations
 from mcpkit.transports.http.streamable_client import StreamableHTTPClientTransport
 from support.toolkit import serve_http
 
@@ -47,7 +47,8 @@ def _asking_app() -> MCPKit:
 async def test_the_servers_requests_are_related_to_the_request_whose_stream_they_came_on_within_a_bound() -> None:
     """A request sent on someone's behalf (``ORIGIN`` set around it) makes the server's requests on its SSE stream
     known to be about it while the client answers them; a request sent for nobody, and a server's request on the
-    standalone stream, relate to nobody. At most ``MAX_RELATED`` are kept, the oldest forgotten first."""
+    standalone stream, relate to nobody. At most ``MAX_RELATED`` are kept, the oldest forgotten first, and no string id
+    longer than ``MAX_RELATED_ID``."""
     seen: list[object | None] = []
     asked = asyncio.Event()
 
@@ -85,3 +86,6 @@ async def test_the_servers_requests_are_related_to_the_request_whose_stream_they
     assert relations.pop(10) == "origin 10" and relations.pop(10) is None  # (asked once)
     relations.note(orjson.dumps({"jsonrpc": "2.0", "id": 20, "method": "roots/list"}), "again")
     assert relations.pop(20) is None  # (an id twice in flight relates to neither)
+    long_id = "x" * (MAX_RELATED_ID + 1)  # (the server's to choose: as long as a message may be; not kept)
+    relations.note(orjson.dumps({"jsonrpc": "2.0", "id": long_id, "method": "roots/list"}), "long")
+    assert relations.pop(long_id) is None

@@ -43,6 +43,9 @@ GET_OPEN_WAIT = 5.0
 #: client session's handler asks (at once, unless it is busy); beyond, the oldest is forgotten (it is then answered
 #: as a request that came apart from any)
 MAX_RELATED = 256
+#: the longest string id of a server's request :class:`Relations` keeps (a longer one relates to nobody): the ids
+#: are the server's to choose, as long as a message may be
+MAX_RELATED_ID = 256
 
 # what either HTTP engine raises when a connection fails or the server breaks HTTP
 IO_ERRORS: tuple[type[Exception], ...] = (httpx.HTTPError, LiteHTTPError)
@@ -117,7 +120,8 @@ class Relations:
     """The server's requests that arrived on the stream of a request sent on someone's behalf (an
     :data:`~mcpkit.engine.ORIGIN` was set around its send): which origin each is about, by its id, until the client
     session asks (:meth:`pop`). A handshake-era server sends there what a request of the client causes (the spec:
-    they SHOULD relate to it); only the stream says so, the message does not. At most :data:`MAX_RELATED`."""
+    they SHOULD relate to it); only the stream says so, the message does not. At most :data:`MAX_RELATED`, of string
+    ids at most :data:`MAX_RELATED_ID` long."""
 
     __slots__ = ("_by_id",)
 
@@ -135,6 +139,8 @@ class Relations:
         if not isinstance(msg, dict) or "method" not in msg or not isinstance(msg.get("id"), (str, int)):
             return
         rid = msg["id"]
+        if type(rid) is str and len(rid) > MAX_RELATED_ID:
+            return
         if rid in self._by_id:  # (one id twice in flight: which is which cannot be told)
             self._by_id[rid] = None
             return
