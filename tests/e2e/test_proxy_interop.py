@@ -131,8 +131,10 @@ def _compare(direct: dict[str, Any], proxied: dict[str, Any]) -> None:
         and [n["params"]["progress"] for n in proxied["notifications"] if n["method"] == "notifications/progress"]
         == progress
     )
-    asked = sorted(q["method"] for q in direct["requests"])
-    assert sorted(q["method"] for q in proxied["requests"]) == asked
+    # the kinds of request the server asked reach the client through the proxy; how many times server-everything
+    # asks for the roots depends on timing (it syncs them 350 ms after initialized, and again on list_changed)
+    asked = sorted({q["method"] for q in direct["requests"]})
+    assert sorted({q["method"] for q in proxied["requests"]}) == asked
 
 
 @pytest.fixture

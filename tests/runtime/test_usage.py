@@ -77,6 +77,11 @@ def test_other_threads_are_read_up_to_a_bound_and_ended_ones_let_go() -> None:
     finally:
         stop.set()
         threads[0].join(5)
+    # join() returns when the thread's Python part is done; the OS thread leaves /proc/self/task (what the reading
+    # lists, C extensions' threads included) a moment later: wait for that, bounded
+    deadline = time.monotonic() + 5.0
+    while os.path.exists(f"/proc/self/task/{tid}") and time.monotonic() < deadline:
+        time.sleep(0.001)
     others_delay()
     assert files_of(tid) == 0  # it ended: its files closed
     stop, threads = idle_threads(0)
