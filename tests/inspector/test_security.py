@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from support.browser import InspectorProcess, chromium, screenshot
+from support.browser import InspectorProcess, InspectorThread, chromium, screenshot
 from support.paths import REPO
 
 ROOT = REPO
@@ -390,3 +390,70 @@ def test_the_servers_log_messages_kept_are_bounded_in_count_and_bytes_and_a_long
         assert last["cut"] > 1_000_000 and last["level"] == "info" and last["logger"] == "flood"
     finally:
         proc.stop()
+
+
+# ---------------------------------------------------------------------------------------------- a page that fell behind
+
+QUEUE = 50  # the page's event queue in these tests: a page falls behind once more than this many events wait for it
+# Resolves after two animation frames: what the page draws once per frame for the events it took in is drawn by then.
+TWO_FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
+
+def fall_behind(running: InspectorThread, before: Any = None, after: Any = None) -> None:
+    """In one callback of the inspector's loop (the page reads nothing meanwhile): ``await before()``, more stderr
+    lines than the page's queue holds, one more line and ``await after()``. The queue is dropped for one ``resync``,
+    with what ``before`` published; the last line and what ``after`` publishes come after it, so the page reads them
+    in the state it reads again as well as in their events."""
+    inspector = running.inspector
+
+    async def burst() -> None:
+        if before is not None:
+            await before()
+        for i in range(QUEUE + 1):
+            inspector._on_stderr(f"filler {i}")
+        inspector._on_stderr("a line after the drop")
+        if after is not None:
+            await after()
+
+    running.run(burst)
+
+
+def open_inspector(browser: Any, running: InspectorThread) -> Any:
+    page = browser.new_context(bypass_csp=True, viewport={"width": 1400, "height": 1000}).new_page()
+    page.goto(running.url)
+    page.locator("#status-text", has_text="connected").wait_for(timeout=30_000)
+    page.locator("#tools-list button").first.wait_for(timeout=30_000)
+    return page
+
+
+def test_server_lines_that_come_while_a_page_that_fell_behind_reads_the_state_are_shown_once() -> None:
+    """A page that fell behind reads the state again and holds the events that come meanwhile; a stderr line or a log
+    message that came between the drop of its queue and the reading of the state is in both. Their events carry a
+    number (``seq``) and the state the last one's: the page shows each once (it showed them twice)."""
+    from mcpkit.inspector.events import EventHub
+
+    running = InspectorThread(FLOOD, mode="handshake", hub=EventHub(queue_size=QUEUE))
+    try:
+        with chromium() as browser:
+            page = open_inspector(browser, running)
+            page.click("#tab-server")
+            inspector = running.inspector
+
+            async def log_message() -> None:
+                await inspector._on_log_message({"level": "info", "logger": "t", "data": "a message after the drop"})
+
+            fall_behind(running, after=log_message)
+            page.wait_for_selector("body[data-resyncs]", timeout=30_000)
+            page.wait_for_function(
+                "() => document.getElementById('server-log')?.textContent.includes('a message after the drop')"
+                " && document.getElementById('stderr')?.textContent.includes('a line after the drop')",
+                timeout=30_000,
+            )
+            page.evaluate(TWO_FRAMES)
+            state = running.run(inspector.snapshot)
+            assert page.text_content("#stderr").split("\n") == state["stderr"]
+            rows = page.eval_on_selector_all("#server-log li", "rows => rows.map(r => r.textContent)")
+            assert len(rows) == len(state["serverLog"]) == 1
+            assert rows[0].endswith("a message after the drop")
+    finally:
+        running.stop()

@@ -66,6 +66,27 @@ async def test_a_page_that_falls_behind_gets_resync_and_the_pages_are_bounded() 
     assert c.overflowed == 1 and b"resync" in await c.next()
 
 
+async def test_server_lines_are_numbered_in_their_events_and_the_state_says_the_last_one_kept() -> None:
+    """Stderr lines and log messages have no number of their own: the inspector numbers them, in their events and
+    (the last one) in the state, so a page that reads the state again can drop the events of lines it has; and a
+    message log given to the inspector is the one it uses even while empty (an empty one, falsy, was replaced)."""
+    import orjson
+
+    given = MessageLog(max_entries=7)
+    inspector = Inspector(_everything(), hub=EventHub(), log=given)
+    assert inspector.log is given
+    page = inspector.hub.subscribe()
+    inspector._on_stderr("first")
+    await inspector._on_log_message({"level": "info", "data": "one"})
+    inspector._on_stderr("second")
+    state = inspector.snapshot()
+    assert (state["stderr"], state["stderrSeq"]) == (["first", "second"], 2)
+    assert (state["serverLog"], state["serverLogSeq"]) == ([{"level": "info", "data": "one"}], 1)
+    events = [orjson.loads((await page.next())[len(b"data: ") :]) for _ in range(3)]
+    assert [(e["type"], e["seq"]) for e in events] == [("stderr", 1), ("serverlog", 1), ("stderr", 2)]
+    assert "serverLogSeq" not in inspector.snapshot(whole=False)  # (with the log messages only, as they are)
+
+
 def test_the_page_never_parses_data_as_html() -> None:
     files = load_static()
     assert {"index.html", "app.js", "dom.js", "forms.js", "render.js", "inspector.css"} <= set(files)

@@ -135,3 +135,68 @@ class InspectorProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+class InspectorThread:
+    """An :class:`~mcpkit.inspector.Inspector` served in this process (``start_inspector``: uvicorn on 127.0.0.1, a
+    real connection to ``target``) on an event loop of its own thread, for a test that acts inside the inspector at
+    a moment it chooses: ``run(fn)`` calls ``fn()`` in one callback of that loop (nothing else runs there meanwhile:
+    what ``fn`` publishes reaches the page's queue at once, before any of it is sent) and returns what it returned.
+    ``options`` go to ``Inspector`` (``hub=EventHub(queue_size=...)``, ``log=MessageLog(max_entries=...)``)."""
+
+    def __init__(self, target: str, *, timeout: float = 30.0, **options: Any) -> None:
+        import asyncio
+        import threading
+
+        from mcpkit.inspector import Inspector, start_inspector
+
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="inspector", daemon=True)
+        self._thread.start()
+        self._timeout = timeout
+
+        async def start() -> Any:
+            self.inspector = Inspector(target, **options)
+            return await start_inspector(self.inspector)
+
+        try:
+            self.running = asyncio.run_coroutine_threadsafe(start(), self.loop).result(timeout)
+        except BaseException:
+            self._end_loop()
+            raise
+        self.url: str = self.running.url
+
+    @property
+    def base(self) -> str:
+        """``http://127.0.0.1:PORT`` (no token)."""
+        return self.url.split("/#", 1)[0]
+
+    @property
+    def token(self) -> str:
+        return self.url.split("#token=", 1)[1]
+
+    def run(self, fn: Any) -> Any:
+        """``fn()`` called on the inspector's loop, in one callback (awaited, when it is a coroutine function that
+        never waits); its result."""
+        import asyncio
+        import inspect
+
+        async def call() -> Any:
+            result = fn()
+            return await result if inspect.isawaitable(result) else result
+
+        return asyncio.run_coroutine_threadsafe(call(), self.loop).result(self._timeout)
+
+    def stop(self) -> None:
+        import asyncio
+
+        try:
+            asyncio.run_coroutine_threadsafe(self.running.stop(), self.loop).result(self._timeout)
+        finally:
+            self._end_loop()
+
+    def _end_loop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(self._timeout)
+        if not self._thread.is_alive():
+            self.loop.close()

@@ -144,7 +144,7 @@ class Inspector(CallsAndAsks):
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.hub: EventHub = hub or EventHub()
-        self.log: MessageLog = log or MessageLog()
+        self.log: MessageLog = log if log is not None else MessageLog()  # (an empty log is falsy: it has a len)
         self.log.on_entry = lambda entry: self.hub.publish("log", entry=entry.summary())
         self.roots: list[dict[str, Any]] = checked_roots(list(roots))
         self.max_running_calls = max_running_calls
@@ -167,6 +167,10 @@ class Inspector(CallsAndAsks):
         self._stderr: deque[str] = deque(maxlen=MAX_STDERR_LINES)
         self._server_log: deque[tuple[dict[str, Any], int]] = deque()  # (params as kept, their encoded size)
         self._server_log_bytes = 0
+        # the number of the last stderr line and of the last log message (their events carry theirs; the state the
+        # last kept: a page drops an event it read the line of in the state already, see _on_stderr)
+        self._stderr_seq = 0
+        self._server_log_seq = 0
         self._watch_task: asyncio.Task[None] | None = None
         self._attempt: asyncio.Future[None] | None = None  # the connection being opened (see abandon_connect)
         self._alive_task: asyncio.Task[None] | None = None
@@ -217,6 +221,7 @@ class Inspector(CallsAndAsks):
             "calls": [c.public() for c in [*self._finished, *self._calls.values()]] if whole else [],
             "pending": [r.public(self.server_name()) for r in self._pending.values()] if whole else [],
             "stderr": list(self._stderr),
+            "stderrSeq": self._stderr_seq,
             "log": self.log.stats(),
             "logLevel": self.log_level,
             "extra": self.extra,
@@ -224,6 +229,7 @@ class Inspector(CallsAndAsks):
         }
         if whole:
             out["serverLog"] = [params for params, _ in self._server_log]
+            out["serverLogSeq"] = self._server_log_seq
         if client is not None and client.connected:
             self._server_view = {
                 "protocolVersion": client.protocol_version,
@@ -615,11 +621,16 @@ class Inspector(CallsAndAsks):
         self._server_log_bytes += size
         while len(self._server_log) > MAX_SERVER_LOG or self._server_log_bytes > MAX_SERVER_LOG_BYTES:
             self._server_log_bytes -= self._server_log.popleft()[1]
-        self.hub.publish("serverlog", params=kept)
+        self._server_log_seq += 1
+        self.hub.publish("serverlog", seq=self._server_log_seq, params=kept)
 
     def _on_stderr(self, line: str) -> None:
+        # Numbered, as the log messages are: a page that reads the state again (it fell behind) holds the events that
+        # come meanwhile and applies them after it, and a line that came between its queue's drop and the state's
+        # reading is in both (it showed twice); the page skips an event numbered at most the state's stderrSeq.
         self._stderr.append(line)
-        self.hub.publish("stderr", line=line)
+        self._stderr_seq += 1
+        self.hub.publish("stderr", seq=self._stderr_seq, line=line)
 
     # ------------------------------------------------------------------ roots
 

@@ -74,6 +74,8 @@ const S = {
   updated: new Map(),
   serverLog: [],
   stderr: [],
+  serverLogSeq: 0, // the number of the last log message and stderr line taken in (see "serverlog" in onEvent)
+  stderrSeq: 0,
   connectedOnce: false,
 };
 
@@ -909,7 +911,11 @@ function onEvent(ev) {
     case "notification":
       onNotification(ev.method, ev.params || {});
       break;
+    // A log message or stderr line numbered at most the last one taken in is one the page has: read in the state
+    // while its event was held (it came between the queue's drop and the state's reading), it showed twice.
     case "serverlog": {
+      if (ev.seq <= S.serverLogSeq) break;
+      S.serverLogSeq = ev.seq;
       S.serverLog.push(ev.params || {});
       if (S.serverLog.length > MAX_SERVER_LINES) S.serverLog.shift();
       const rows = $("server-log");
@@ -920,6 +926,8 @@ function onEvent(ev) {
       break;
     }
     case "stderr":
+      if (ev.seq <= S.stderrSeq) break;
+      S.stderrSeq = ev.seq;
       S.stderr.push(ev.line);
       if (S.stderr.length > MAX_SERVER_LINES) S.stderr.shift();
       dirty.stderr = true;
@@ -985,7 +993,11 @@ function applyState(state, initial) {
   const wasGeneration = S.state ? S.state.generation : null;
   S.state = state;
   S.stderr = (state.stderr || []).slice(-MAX_SERVER_LINES);
-  if (Array.isArray(state.serverLog)) S.serverLog = state.serverLog.slice(-MAX_SERVER_LINES); // (the whole state only)
+  S.stderrSeq = state.stderrSeq || 0;
+  if (Array.isArray(state.serverLog)) { // (the whole state only)
+    S.serverLog = state.serverLog.slice(-MAX_SERVER_LINES);
+    S.serverLogSeq = state.serverLogSeq || 0;
+  }
   renderHeader();
   renderServer();
   if (initial) {
