@@ -759,10 +759,36 @@ function logCount() {
   $("log-count").textContent = `${Math.min(S.log.length, MAX_LOG_ROWS)} messages`;
 }
 
+// The rows shown made the entries shown: a row the page has for an entry still shown stays (the same element, opened
+// or not), the others go and the missing ones are made, in order. Both are in order of seq, so one walk pairs them:
+// a resync read all 2,000 entries again and made 2,000 rows from them (0.6-1 s), nearly all of which it had.
 function renderLog() {
   const ol = $("log");
   const shown = S.log.slice(-MAX_LOG_ROWS);
-  ol.replaceChildren(...shown.filter(logMatches).map(logRow));
+  let row = ol.firstElementChild;
+  let made = [];
+  const place = () => {
+    if (made.length) (row ? row.before(...made) : ol.append(...made));
+    made = [];
+  };
+  for (const e of shown) {
+    if (!logMatches(e)) continue;
+    while (row && Number(row.dataset.seq) < e.seq) {
+      const gone = row;
+      row = row.nextElementSibling;
+      gone.remove();
+    }
+    if (row && Number(row.dataset.seq) === e.seq) {
+      place();
+      row = row.nextElementSibling;
+    } else made.push(logRow(e));
+  }
+  place();
+  while (row) {
+    const gone = row;
+    row = row.nextElementSibling;
+    gone.remove();
+  }
   loggedSeq = shown.length ? shown[shown.length - 1].seq : 0;
   dirty.log = false;
   ol.scrollTop = ol.scrollHeight;
