@@ -28,6 +28,7 @@ from mcpkit.server.sync_exec import (
     SyncPolicy,
     check_sync_limits,
 )
+from support.cpu import crowded_cpu, pinned_to
 from support.everything import connect
 from support.paths import SERVERS
 from support.runqueue import RunQueue
@@ -374,40 +375,32 @@ async def test_preemption_by_the_os_does_not_demote_an_inline_function() -> None
         while not done.wait(0.001):
             sum(range(200))  # (takes the GIL)
 
-    cpu = min(os.sched_getaffinity(0))
-    before = os.sched_getaffinity(0)
-    hog = f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nend = time.time() + 10\nwhile time.time() < end: pass"
-    hogs = [await asyncio.create_subprocess_exec(sys.executable, "-c", hog) for _ in range(3)]
     other = threading.Thread(target=other_thread, daemon=True)
-    try:
-        os.sched_setaffinity(0, {cpu})
-        other.start()  # (on the same CPU)
-        policy = SyncPolicy(spin, "spin", None, long_ms=2, learn_calls=1)
-        for _ in range(100):  # (a learning call preempted past 0.2 ms does not count)
-            if await policy(0) == "ok" and policy.mode == INLINE:
-                break
-        assert policy.mode == INLINE
-        preempted: list[float] = []
-        deadline = time.perf_counter() + 5
-        while time.perf_counter() < deadline and sum(took > 0.012 for took in preempted) < 5:
-            t0 = time.perf_counter()
-            await policy(0.3)
-            if (took := time.perf_counter() - t0) > 0.002:
-                preempted.append(took)
-        if not preempted:
-            pytest.skip("the OS never preempted an inline call: nothing to prove")
-        assert policy.mode == INLINE, f"demoted after calls preempted for {[round(t * 1000) for t in preempted]} ms"
-        await policy(30)  # computes past sync_long_ms + a scheduler tick, preempted or not
-        assert policy.mode == THREAD
-    finally:
-        done.set()
-        os.sched_setaffinity(0, before)
-        for proc in hogs:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            await proc.wait()
-        if other.is_alive():
-            other.join(5)
+    with crowded_cpu(3) as cpu, pinned_to(cpu):
+        try:
+            other.start()  # (on the same CPU)
+            policy = SyncPolicy(spin, "spin", None, long_ms=2, learn_calls=1)
+            for _ in range(100):  # (a learning call preempted past 0.2 ms does not count)
+                if await policy(0) == "ok" and policy.mode == INLINE:
+                    break
+            assert policy.mode == INLINE
+            preempted: list[float] = []
+            deadline = time.perf_counter() + 5
+            while time.perf_counter() < deadline and sum(took > 0.012 for took in preempted) < 5:
+                t0 = time.perf_counter()
+                await policy(0.3)
+                if (took := time.perf_counter() - t0) > 0.002:
+                    preempted.append(took)
+            if not preempted:
+                pytest.skip("the OS never preempted an inline call: nothing to prove")
+            preempted_ms = [round(t * 1000) for t in preempted]
+            assert policy.mode == INLINE, f"demoted after calls preempted for {preempted_ms} ms"
+            await policy(30)  # computes past sync_long_ms + a scheduler tick, preempted or not
+            assert policy.mode == THREAD
+        finally:
+            done.set()
+            if other.is_alive():
+                other.join(5)
 
 
 @pytest.mark.skipif(not CONFIRMS, reason="the scheduler's run-queue time cannot be read here: no suspicion")
