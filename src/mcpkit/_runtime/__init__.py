@@ -11,7 +11,8 @@ What the rest of mcpkit asks of the runtime, and nothing else:
   :func:`run_delay` (the thread's time on the scheduler's run queue, where Linux says; :func:`others_delay` and
   :func:`delay_between`: the same of the process's other threads), the time of garbage
   collections (:data:`gc_time`, counted once :func:`hook_gc` ran).
-* :data:`TICKS` counts the watchdog's wakes (a short GIL wait that overlaps one is not the function's fault);
+* :data:`TICKS` counts the watchdog's wakes (where the scheduler's times cannot be read, a short GIL wait that
+  overlaps one is not held against the function);
   :func:`running_guard` / :func:`handoff_for` give the guard of a loop, for diagnostics and tests;
   :func:`switch_interval` is the GIL's switch interval as it is while no loop is handed over (the hand-over holds it
   shorter meanwhile).

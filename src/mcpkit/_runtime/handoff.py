@@ -67,7 +67,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from .loop_watch import CELL_SIZE
-from .usage import clock, gc_time, thread_usage
+from .usage import clock, gc_time, light_thread, thread_usage
 
 logger: logging.Logger = logging.getLogger("mcpkit.server.sync")
 
@@ -99,7 +99,8 @@ def _noop() -> None:
 
 
 #: How many times any watchdog has woken (it takes the GIL then): a short GIL wait of an inline call that
-#: overlaps a wake may have been for the watchdog, so sync_exec does not hold it against the function.
+#: overlaps a wake may have been for the watchdog, so where the scheduler's times cannot be read sync_exec does not
+#: hold it against the function (where they can, it measures the call instead: see usage.delay_between).
 TICKS = [0]
 _unsupported: set[type] = set()  # loop classes that cannot be handed over (uvloop, ...)
 _by_thread: dict[int, LoopHandoff] = {}  # thread id -> the guard of the loop it last ran (checked on use)
@@ -306,6 +307,10 @@ class LoopHandoff:
         self._wake.set()
 
     def _watch(self) -> None:
+        with light_thread():  # (it takes the GIL for a look: see usage.delay_between)
+            self._watch_calls()
+
+    def _watch_calls(self) -> None:
         seen = 0
         count = 0  # how many looks in a row after the first have seen the call ``seen``
         looks = max(1, round(TICK_S / LOOK_S))
@@ -568,6 +573,11 @@ def _listen(ref: weakref.ref[LoopHandoff], alarm: int, proc: subprocess.Popen[by
     """In a thread of the server process, blocked in ``read`` (without the GIL): the helper's first message (call
     number 0) says it runs, and the calls write ``cell`` from then on; hand the loop over for each call it reports
     after that. When the helper ends (the loop is gone, or it was killed), the watch falls back to a thread."""
+    with light_thread():  # (it takes the GIL only to hand the loop over: see usage.delay_between)
+        _hear(ref, alarm, proc, cell)
+
+
+def _hear(ref: weakref.ref[LoopHandoff], alarm: int, proc: subprocess.Popen[bytes], cell: memoryview) -> None:
     try:
         while True:
             try:

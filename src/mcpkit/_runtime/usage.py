@@ -9,7 +9,7 @@ import gc
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 #: The clock inline calls are timed with.
@@ -198,24 +198,52 @@ def others_delay(fresh: bool = False) -> dict[int, tuple[float, int]] | None:
     return _stat().others_delay(fresh)
 
 
+#: Native ids of the runtime's own threads that take the GIL only for moments: the watchdog thread (a look at the
+#: inline call under way, every 5 ms while inline calls happen) and the thread that hears the helper process's
+#: alarms. Each is here while it runs (see :func:`light_thread`): at most two per event loop that made inline calls.
+_light: set[int] = set()
+
+
+@contextlib.contextmanager
+def light_thread() -> Iterator[None]:
+    """Mark the calling thread, while the block runs, as one of the runtime's own that takes the GIL only for moments
+    (:func:`delay_between` counts its run-queue time apart)."""
+    tid = threading.get_native_id()
+    _light.add(tid)
+    try:
+        yield
+    finally:
+        _light.discard(tid)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_light.clear)  # (the parent's threads are not the child's)
+
+
 def delay_between(
     before: dict[int, tuple[float, int]] | None, after: dict[int, tuple[float, int]] | None, within: float
-) -> tuple[float, float]:
+) -> tuple[float, float, float]:
     """The run-queue seconds the other threads spent between two readings of :func:`others_delay` ``within``
-    seconds apart, summed: of all of them, and of those the OS preempted meanwhile (only those can have held the
-    GIL while kept off the CPU). A thread that started meanwhile counts from its start, one that ended meanwhile
+    seconds apart, summed: of all of them but the runtime's light ones (:func:`light_thread`), of those of them the
+    OS preempted meanwhile (only those can have held the GIL while kept off the CPU), and of the light ones. A
+    light thread holds the GIL for microseconds, so its wait for a CPU is no wait of a call's but while the call
+    itself is preempted, holding the GIL the light thread then asks for; most of it is the wait after its timer
+    wakes it, with the GIL free. A thread that started meanwhile counts from its start, one that ended meanwhile
     not at all; each thread's time is at most ``within`` (a wait that began before the first reading is counted
-    when it ends), and so is each sum. (0.0, 0.0) when either reading is None."""
+    when it ends), and so is each sum. (0.0, 0.0, 0.0) when either reading is None."""
     if before is None or after is None:
-        return 0.0, 0.0
-    woken = preempted = 0.0
+        return 0.0, 0.0, 0.0
+    woken = preempted = light = 0.0
     for tid, (queued, switches) in after.items():
         queued0, switches0 = before.get(tid, (0.0, 0))
         d = min(within, max(0.0, queued - queued0))
+        if tid in _light:
+            light += d
+            continue
         woken += d
         if switches != switches0:
             preempted += d
-    return min(within, woken), min(within, preempted)
+    return min(within, woken), min(within, preempted), min(within, light)
 
 
 #: Seconds spent in garbage collection so far, counted once :func:`hook_gc` has run.

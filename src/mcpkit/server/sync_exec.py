@@ -25,7 +25,10 @@ block, though, and for those that cost is pure waste. So every sync function get
   (it pauses the loop wherever the function runs) is not held against a call (CPU time counts beyond
   ``long_ms`` + 10 ms: ``getrusage`` is tick-grained), and a short wait (under
   ``long_ms`` + two switch intervals, 12 ms by default: perhaps for the GIL, held by another thread) is
-  forgiven unless it happens ``MAYBE_STRIKES`` (3) times within ``MAYBE_WINDOW_S`` (10 s) of each other.
+  forgiven unless it happens ``MAYBE_STRIKES`` (3) times within ``MAYBE_WINDOW_S`` (10 s) of each other
+  (one that overlaps a wake of the watchdog is not counted only where the scheduler's times below cannot be read:
+  the watchdog thread wakes every 5 ms, so a function that sleeps a few milliseconds per call would always have
+  that excuse).
   Such a wait is wall time less CPU time, which also holds any time the OS kept the thread off the CPU: a call
   preempted for 30 ms whose thread handed the GIL over once meanwhile (to the thread that takes over the loop)
   has "waited" 30 ms. So where the scheduler tells a thread's run-queue time (Linux, ``/proc``), a wait that
@@ -43,7 +46,10 @@ block, though, and for those that cost is pure waste. So every sync function get
   waits for a CPU), a longer one less that of the threads the OS preempted meanwhile (a thread woken by a
   timer or I/O waits for a CPU without the GIL: only a preempted one can have held it so long), or less all of
   theirs when the call's own thread was preempted (holding the GIL: a thread that asked for it meanwhile is then
-  handed the GIL, and waited for until it gets a CPU). A suspicion
+  handed the GIL, and waited for until it gets a CPU). The runtime's own light threads (the watchdog thread, the
+  one that hears the helper process) count only in that last case: they hold the GIL for microseconds, and their
+  wait for a CPU mostly follows their timer's or the helper's wake, the GIL free (the watchdog thread wakes every
+  5 ms: a function that sleeps a few milliseconds per call would always have that excuse). A suspicion
   no long call confirms clears after its calls; the next one is twice as long (up to
   :data:`SUSPECT_CALLS_MAX`), or 1,000 again once a measured call showed the OS to blame. A call with no
   suspicion costs nothing more: the scheduler is read only around a suspect function's calls. A
@@ -318,8 +324,8 @@ class SyncPolicy:
     def ran_long(self, took: float, own: float, u0: Any, k0: int = -1) -> None:
         """``took`` seconds, of which ``own`` outside garbage collection (which would pause the loop anyway);
         ``u0``: the thread's usage counters when the call started (None: not read, the call was timed with the
-        clock alone); ``k0``: the watchdog's wake count when the call started (a short wait overlapping a wake
-        is forgiven)."""
+        clock alone); ``k0``: the watchdog's wake count when the call started (where the scheduler's times cannot
+        be read, a short wait overlapping a wake is forgiven)."""
         if self.mode != INLINE or self.declared or own <= self.long_s:
             return
         span = self._span
@@ -344,8 +350,12 @@ class SyncPolicy:
             return
         if verdict == MAYBE:
             self.exact = self._window
-            if TICKS[0] != k0:
-                return  # the watchdog woke meanwhile: the wait may have been its turn with the GIL
+            if span is None and TICKS[0] != k0 and run_delay() is None:
+                # the watchdog woke meanwhile: the wait may have been its turn with the GIL, and with no scheduler's
+                # times to tell, it is forgiven (where they can be read, the short waits make the function suspect:
+                # its calls are measured, the time woken threads waited for a CPU is subtracted, and a wake of the
+                # watchdog, which holds the GIL for microseconds, is no excuse; it wakes every 5 ms)
+                return
             now = clock()
             self._maybe = self._maybe + 1 if now - self._maybe_at < MAYBE_WINDOW_S else 1
             self._maybe_at = now
@@ -408,13 +418,14 @@ class SyncPolicy:
             if q0 is not None and q1 is not None:
                 # the others' run-queue time only for a call that ran long (the one that is judged)
                 # (read afresh: a thread that got an idle CPU meanwhile and still runs has not switched yet)
-                woken, preempted = (
-                    delay_between(o0, others_delay(True), t1 - t0) if t1 - t0 > self.long_s else (0.0, 0.0)
+                woken, preempted, light = (
+                    delay_between(o0, others_delay(True), t1 - t0) if t1 - t0 > self.long_s else (0.0, 0.0, 0.0)
                 )
                 if u1.ru_nivcsw != u0.ru_nivcsw:
                     # preempted itself while it held the GIL: a thread that asked for the GIL meanwhile made it
-                    # give the GIL up when it ran again, and wait until that thread, woken, got a CPU
-                    preempted = woken
+                    # give the GIL up when it ran again, and wait until that thread, woken, got a CPU (the
+                    # runtime's own light threads too, which otherwise never keep it waiting long)
+                    preempted = woken = min(t1 - t0, woken + light)
                 self._span = (t1 - t0, c1 - c0, q1 - q0, woken, preempted)
 
     # ------------------------------------------------------------------ worker thread
