@@ -268,7 +268,7 @@ COUNT_LOG_APPENDS = """() => {
     for (const r of records) if (r.addedNodes.length) window.logAppends += 1;
   }).observe(document.getElementById('log'), {childList: true});
 }"""
-SHOWN_CALLS = 100  # static/app.js MAX_CALLS_SHOWN
+SHOWN_CALLS = 100  # static/draw.js MAX_CALLS_SHOWN
 
 
 # (2,000 calls through a stdio server and the inspector take 3-5 s idle, longer beside the other tests; each wait has

@@ -89,7 +89,17 @@ async def test_server_lines_are_numbered_in_their_events_and_the_state_says_the_
 
 def test_the_page_never_parses_data_as_html() -> None:
     files = load_static()
-    assert {"index.html", "app.js", "dom.js", "forms.js", "render.js", "inspector.css"} <= set(files)
+    assert {
+        "index.html",
+        "app.js",
+        "api.js",
+        "state.js",
+        "draw.js",
+        "dom.js",
+        "forms.js",
+        "render.js",
+        "inspector.css",
+    } <= set(files)
     for path in STATIC.glob("*.js"):
         source = path.read_text()
         for banned in (

@@ -1,6 +1,8 @@
 // Building the page from data. Every string a server sent becomes a text node (textContent, or a node made by
 // h() from a string): nothing here parses a string as HTML, and no attribute is ever an event handler string.
 
+export const $ = (id) => document.getElementById(id);
+
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   if (attrs) {
