@@ -14,7 +14,7 @@ from .client.client import Client
 from .engine import ORIGIN
 from .protocol.errors import MCPError, MethodNotFound
 from .protocol.jsonrpc import JSONDict
-from .proxy_rounds import _Lease
+from .proxy_rounds import Lease
 from .server.lowlevel import ServerRequestContext, ServerSession
 from .server.prefixes import prefixed_uri
 
@@ -53,7 +53,7 @@ ASKING: contextvars.ContextVar[ServerRequestContext | None] = contextvars.Contex
 # ---------------------------------------------------------------------------------------------- one connection
 
 
-class _Conn:
+class UpstreamConn:
     """One upstream connection and who it speaks for: a handshake-era client session (``session``, with the
     requests of it in flight), a 2026-07-28 request that leased it (``lease``), or nobody (the primary)."""
 
@@ -67,7 +67,7 @@ class _Conn:
         self.primary = primary
         self.client: Client | None = None
         self.inflight: list[ServerRequestContext] = []
-        self.leases: list[_Lease] = []  # one at a time, unless shared (see Upstream.lease)
+        self.leases: list[Lease] = []  # one at a time, unless shared (see Upstream.lease)
         #: told when the upstream asks something apart from any request while a request holds the connection
         self.on_unrelated: Callable[[], None] | None = None
         self.caps: JSONDict | None = None  # the client capabilities it declares upstream (None: all it can)
@@ -75,13 +75,19 @@ class _Conn:
         self.watched: frozenset[str] = frozenset()  # (a pooled stdio process) the URIs it is subscribed to
         self.tools_changes: int = 0  # the times the upstream said its tools changed here (searched again)
 
-    def asked_for(self) -> _Lease | None:
+    @property
+    def alive(self) -> bool:
+        """Whether its upstream connection still stands (a stdio server that exited ends it)."""
+        client = self.client
+        return client is not None and client.connected and client.session.ended is None
+
+    def asked_for(self) -> Lease | None:
         """The 2026-07-28 request what the upstream asks now is about: the one it arrived in relation to (the
         upstream said so: :data:`~mcpkit.engine.ORIGIN`; refused when that one has ended), else the request that
         holds the connection, when exactly one does (an ask apart from any request tells the upstream does not
         relate them: :attr:`on_unrelated`)."""
         origin = ORIGIN.get()
-        if isinstance(origin, _Lease):
+        if isinstance(origin, Lease):
             if origin not in self.leases:
                 raise MCPError("the request of the proxy's client this is about has ended")
             return origin
@@ -189,14 +195,9 @@ def caps_key(caps: JSONDict | None) -> str:
     return ",".join(parts)
 
 
-def _alive(conn: _Conn) -> bool:
-    """Whether ``conn``'s upstream connection still stands (a stdio server that exited ends it)."""
-    client = conn.client
-    return client is not None and client.connected and client.session.ended is None
-
-
-def _opened(conn: _Conn) -> int:
+def opening_order(conn: UpstreamConn) -> int:
+    """The order ``conn`` was opened in (a pool keeps its idle connections sorted by it, and prefers the oldest)."""
     return conn.seq
 
 
-__all__ = ["ProxyHost", "caps_key"]
+__all__ = ["ASKING", "ProxyHost", "UpstreamConn", "caps_key", "opening_order"]

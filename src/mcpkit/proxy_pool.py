@@ -10,8 +10,8 @@ import bisect
 
 from .protocol.errors import MCPError
 from .protocol.jsonrpc import JSONDict
-from .proxy_conn import _alive, _Conn, _opened, caps_key
-from .proxy_rounds import MAX_SHARED, _Lease
+from .proxy_conn import UpstreamConn, caps_key, opening_order
+from .proxy_rounds import MAX_SHARED, Lease
 from .proxy_watch import UpstreamWatch
 from .server.lowlevel import ServerRequestContext, ServerSession
 
@@ -20,10 +20,10 @@ class UpstreamPool(UpstreamWatch):
     """The leases of one upstream's connections (:class:`~mcpkit.proxy_upstream.Upstream` opens them)."""
 
     def _init_pool(self) -> None:
-        self._idle: dict[str, list[_Conn]] = {}  # by the client capabilities a connection declares (caps_key)
+        self._idle: dict[str, list[UpstreamConn]] = {}  # by the client capabilities a connection declares (caps_key)
         self._pool_count = 0
         self._per_key: dict[str, int] = {}  # (the pool's connections, idle or not, by caps_key)
-        self._shared: dict[str, list[_Conn]] = {}  # (by caps_key: those serving requests side by side, see _shares)
+        self._shared: dict[str, list[UpstreamConn]] = {}  # (by caps_key: those serving side by side, see _shares)
         self._alone: dict[str, int] = {}  # (by caps_key: the requests waiting to be served alone)
         self.relates = False  # whether its transport relates what it asks to the request it is about (_shares)
         self._pool_free = asyncio.Condition()
@@ -33,13 +33,13 @@ class UpstreamPool(UpstreamWatch):
 
     async def _open(
         self, session: ServerSession | None, *, primary: bool = False, caps: JSONDict | None = None
-    ) -> _Conn:
+    ) -> UpstreamConn:
         raise NotImplementedError
 
-    async def _close(self, conn: _Conn) -> None:
+    async def _close(self, conn: UpstreamConn) -> None:
         raise NotImplementedError
 
-    async def lease(self, sctx: ServerRequestContext) -> _Lease:
+    async def lease(self, sctx: ServerRequestContext) -> Lease:
         """A connection for one 2026-07-28 request. A handshake-era upstream may ask its client things in the
         middle of a request, so its connections serve one request at a time, unless what it asks can be told to be
         about one of them (:meth:`_shares`: then up to :data:`~mcpkit.proxy_rounds.MAX_SHARED` side by side); a
@@ -59,7 +59,7 @@ class UpstreamPool(UpstreamWatch):
         if self.modern:
             shared = self.primary
             assert shared is not None
-            lease = _Lease(shared, sctx)
+            lease = Lease(shared, sctx)
             shared.leases.append(lease)
             return lease
         # the upstream sees the capabilities of the request's client (a server may offer tools by them): a
@@ -71,18 +71,18 @@ class UpstreamPool(UpstreamWatch):
         single = self.proxy.pool_size == 1
         key = caps_key(sctx.client_capabilities)
         share = self._shares(key)
-        evicted: list[_Conn] = []
+        evicted: list[UpstreamConn] = []
         deadline = asyncio.get_running_loop().time() + self.proxy.lease_timeout  # (one bound, however often woken)
         async with self._pool_free:
             for waiting in self._idle.values():  # a connection whose upstream ended (a crashed stdio server) leaves
-                for dead in [c for c in waiting if not _alive(c)]:
+                for dead in [c for c in waiting if not c.alive]:
                     waiting.remove(dead)
                     self._counted(dead, -1)
                     evicted.append(dead)
             if (
                 key == caps_key(None)
                 and not primary.pooled
-                and _alive(primary)
+                and primary.alive
                 and not (single and self._per_key.get(key))
             ):
                 # (it serves what it declares; not beside another kept for those clients: their state is one)
@@ -107,7 +107,7 @@ class UpstreamPool(UpstreamWatch):
                     self._pool_free.notify_all()
                 raise
             await self.watch_pooled(conn)  # (a stdio process of its own: the updates of what it changes relayed)
-        lease = _Lease(conn, sctx, share)
+        lease = Lease(conn, sctx, share)
         conn.leases.append(lease)
         if share and conn not in self._shared.setdefault(key, []):
             async with self._pool_free:
@@ -123,7 +123,9 @@ class UpstreamPool(UpstreamWatch):
         could be asked. Log messages are not (they reach a request only while it holds the connection alone)."""
         return self.relates or key == caps_key({})
 
-    async def _take(self, key: str, share: bool, single: bool, deadline: float, evicted: list[_Conn]) -> _Conn | None:
+    async def _take(
+        self, key: str, share: bool, single: bool, deadline: float, evicted: list[UpstreamConn]
+    ) -> UpstreamConn | None:
         """(the pool's lock held) A connection for a request of capabilities ``key``: one already shared (when the
         request shares and no request waits to be served alone), an idle one (the oldest), or None: room was made
         for a new one (counted). Waits until ``deadline``, else refuses."""
@@ -131,7 +133,7 @@ class UpstreamPool(UpstreamWatch):
         while True:
             if share and not self._alone.get(key):
                 for conn in self._shared.get(key, ()):
-                    if len(conn.leases) < MAX_SHARED and _alive(conn):
+                    if len(conn.leases) < MAX_SHARED and conn.alive:
                         return conn
             idle = self._idle.get(key)
             if idle:
@@ -142,7 +144,7 @@ class UpstreamPool(UpstreamWatch):
                 return None
             spares = [c for idle in self._idle.values() for c in idle if not c.primary]
             if spares and not single:  # an idle connection declaring other capabilities makes room (the newest)
-                spare = max(spares, key=_opened)
+                spare = max(spares, key=opening_order)
                 self._idle[caps_key(spare.caps)].remove(spare)
                 self._counted(spare, -1)
                 evicted.append(spare)
@@ -159,13 +161,13 @@ class UpstreamPool(UpstreamWatch):
                     "(lease_timeout); try again later"
                 ) from None
 
-    async def release(self, lease: _Lease) -> None:
+    async def release(self, lease: Lease) -> None:
         conn = lease.conn
         if lease in conn.leases:
             conn.leases.remove(lease)
         if self.modern:
             return
-        alive = _alive(conn)
+        alive = conn.alive
         async with self._pool_free:
             key = caps_key(conn.caps)
             if lease.shared and conn in self._shared.get(key, ()):
@@ -174,14 +176,14 @@ class UpstreamPool(UpstreamWatch):
                     return
                 self._shared[key].remove(conn)
             if alive:
-                bisect.insort(self._idle.setdefault(key, []), conn, key=_opened)
+                bisect.insort(self._idle.setdefault(key, []), conn, key=opening_order)
             else:
                 self._counted(conn, -1)
             self._pool_free.notify_all()  # (waiters of one set of capabilities or another)
         if not alive:
             await self._close(conn)  # (its process reaped)
 
-    def _counted(self, conn: _Conn, change: int) -> None:
+    def _counted(self, conn: UpstreamConn, change: int) -> None:
         """(the pool's lock held) ``conn`` joins (1) or leaves (-1) the pool's counts (the primary, which is there
         anyway, takes none of ``pool_size``)."""
         key = caps_key(conn.caps)

@@ -21,11 +21,11 @@ MAX_ASKS = 64
 
 
 MAX_SHARED = 32
-"""2026-07-28 requests one handshake-era upstream connection serves at once when it shares (:class:`_Lease`): a
+"""2026-07-28 requests one handshake-era upstream connection serves at once when it shares (:class:`Lease`): a
 request beyond waits for one of them to end, or (``pool_size`` > 1) gets another connection."""
 
 
-class _Lease:
+class Lease:
     """A 2026-07-28 request's hold on a pool connection: what the upstream asks meanwhile waits in ``asks`` (at
     most :data:`MAX_ASKS`), and wakes ``waker``, the future the request's exchange waits on. A ``shared`` one is
     held beside others (at most :data:`MAX_SHARED`): what the upstream asks is this request's only when the
@@ -130,12 +130,12 @@ class ProgressRelay:
 class Exchange:
     """An upstream request of a 2026-07-28 client, suspended while its client answers input requests."""
 
-    def __init__(self, lease: _Lease, task: asyncio.Task[JSONDict], relay: ProgressRelay | None) -> None:
-        self.lease: _Lease = lease
+    def __init__(self, lease: Lease, task: asyncio.Task[JSONDict], relay: ProgressRelay | None) -> None:
+        self.lease: Lease = lease
         self.relay: ProgressRelay | None = relay
         self.task: asyncio.Task[JSONDict] = task
         self.pending: dict[str, asyncio.Future[JSONDict]] = {}
         self.expiry: asyncio.TimerHandle | None = None
 
 
-__all__ = ["MAX_ASKS", "MAX_SHARED", "ProgressRelay"]
+__all__ = ["MAX_ASKS", "MAX_SHARED", "Exchange", "Lease", "ProgressRelay"]

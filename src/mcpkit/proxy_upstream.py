@@ -1,6 +1,6 @@
 """The upstream side of :mod:`mcpkit.proxies`: one target and the connections a proxy holds to it (the primary,
 the pool that 2026-07-28 requests lease, one per handshake-era client session; each a
-:class:`~mcpkit.proxy_conn._Conn`), its end noticed and connected again; what is watched on it (list changes,
+:class:`~mcpkit.proxy_conn.UpstreamConn`), its end noticed and connected again; what is watched on it (list changes,
 resources, sessions' subscriptions) is its base class :class:`~mcpkit.proxy_watch.UpstreamWatch`."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from .client.targets import Target, TargetError, parse_target
 from .engine import BaseConnection
 from .protocol.errors import MCPError
 from .protocol.jsonrpc import JSONDict
-from .proxy_conn import ProxyHost, _alive, _Conn
+from .proxy_conn import ProxyHost, UpstreamConn
 from .proxy_pool import UpstreamPool
 from .proxy_rounds import ProgressRelay
 from .server.lowlevel import ServerSession
@@ -43,16 +43,16 @@ class Upstream(UpstreamPool):
         self.prefix = prefix
         self.target: Target = parse_target(target)
         self.client_options = client_options
-        self.primary: _Conn | None = None
+        self.primary: UpstreamConn | None = None
         self.capabilities: JSONDict = {}
         self.info: JSONDict | None = None
         self.instructions: str | None = None
         self.modern: bool = False
         self._init_pool()
         self._seq = itertools.count()
-        self._sessions: weakref.WeakKeyDictionary[ServerSession, _Conn] = weakref.WeakKeyDictionary()
-        self._opening: dict[int, asyncio.Task[_Conn]] = {}
-        self._all: set[_Conn] = set()
+        self._sessions: weakref.WeakKeyDictionary[ServerSession, UpstreamConn] = weakref.WeakKeyDictionary()
+        self._opening: dict[int, asyncio.Task[UpstreamConn]] = {}
+        self._all: set[UpstreamConn] = set()
         self._watcher: asyncio.Task[None] | None = None
         self.watched: frozenset[str] = frozenset()  # (2026-07-28 upstream) the URIs its resource watch names
         self._resource_watch: asyncio.Task[None] | None = None
@@ -155,7 +155,7 @@ class Upstream(UpstreamPool):
 
     # ------------------------------------------------------------------ the upstream's end, and reconnecting
 
-    def _watch_end(self, conn: _Conn) -> None:
+    def _watch_end(self, conn: UpstreamConn) -> None:
         """Hear at once when ``conn``'s upstream connection ends (a stdio server exited, the connection broke)."""
         assert conn.client is not None
         session = conn.client.session
@@ -168,7 +168,7 @@ class Upstream(UpstreamPool):
 
         session.on_end = ended
 
-    def _ended(self, conn: _Conn, reason: str) -> None:
+    def _ended(self, conn: UpstreamConn, reason: str) -> None:
         # (the primary is closed here only while it is being replaced, and a session's once it left _sessions: the
         # end of either otherwise is news, even when a request that failed on it closed it first)
         if self._closing:
@@ -315,7 +315,7 @@ class Upstream(UpstreamPool):
         once with the reason. An end not noticed yet starts a round of attempts, and so does a request past a round
         (it wakes the background attempts: :meth:`_reconnect`)."""
         primary = self.primary
-        if self._reconnecting is None and (self.down is not None or (primary is not None and not _alive(primary))):
+        if self._reconnecting is None and (self.down is not None or (primary is not None and not primary.alive)):
             self._lost(self.down or "its connection ended")
         elif (wake := self._wake) is not None and not wake.done():  # (the round is over: a new one starts now)
             self._attempt = asyncio.get_running_loop().create_future()
@@ -402,8 +402,8 @@ class Upstream(UpstreamPool):
 
     async def _open(
         self, session: ServerSession | None, *, primary: bool = False, caps: JSONDict | None = None
-    ) -> _Conn:
-        conn = _Conn(self.proxy, self.prefix, next(self._seq), session, primary)
+    ) -> UpstreamConn:
+        conn = UpstreamConn(self.proxy, self.prefix, next(self._seq), session, primary)
         if session is not None:
             caps = session.client_capabilities
         conn.caps = caps
@@ -452,12 +452,12 @@ class Upstream(UpstreamPool):
                 self.target.description,
             )
 
-    async def session_conn(self, session: ServerSession) -> _Conn:
+    async def session_conn(self, session: ServerSession) -> UpstreamConn:
         """The upstream session of a handshake-era client session (opened at its first request; when it ended, a
         new one, with the subscriptions the old one had)."""
         conn = self._sessions.get(session)
         if conn is not None:
-            if _alive(conn):
+            if conn.alive:
                 return conn
             # its upstream ended (a stdio server that crashed): the session goes on with a new upstream session
             del self._sessions[session]
@@ -482,13 +482,13 @@ class Upstream(UpstreamPool):
             weakref.finalize(session, self._release_session_conn, conn)
         return conn
 
-    def own_conn(self, session: ServerSession) -> _Conn | None:
+    def own_conn(self, session: ServerSession) -> UpstreamConn | None:
         """The upstream session of a handshake-era client session, when it has one that stands (where its
         requests go), else None (its first request opens one)."""
         conn = self._sessions.get(session)
-        return conn if conn is not None and _alive(conn) else None
+        return conn if conn is not None and conn.alive else None
 
-    async def _open_session(self, session: ServerSession) -> _Conn:
+    async def _open_session(self, session: ServerSession) -> UpstreamConn:
         conn = await self._open(session)
         assert conn.client is not None
         try:
@@ -499,7 +499,7 @@ class Upstream(UpstreamPool):
             raise
         return conn
 
-    def _release_session_conn(self, conn: _Conn) -> None:
+    def _release_session_conn(self, conn: UpstreamConn) -> None:
         with contextlib.suppress(RuntimeError):
             task = asyncio.get_running_loop().create_task(self._close(conn))
             self.proxy._background.add(task)
@@ -511,7 +511,7 @@ class Upstream(UpstreamPool):
         if conn is not None:
             await self._close(conn)
 
-    async def _close(self, conn: _Conn) -> None:
+    async def _close(self, conn: UpstreamConn) -> None:
         self._all.discard(conn)
         client, conn.client = conn.client, None
         if client is not None:

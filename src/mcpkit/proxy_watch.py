@@ -15,7 +15,7 @@ from collections.abc import Callable
 from .client.client import Client
 from .client.targets import STDIO, Target
 from .protocol.errors import InvalidRequest, MCPError
-from .proxy_conn import ProxyHost, _alive, _Conn
+from .proxy_conn import ProxyHost, UpstreamConn
 from .server.lowlevel import ServerSession
 from .server.prefixes import prefixed_uri
 
@@ -29,13 +29,13 @@ class UpstreamWatch:
     proxy: ProxyHost
     prefix: str | None
     target: Target
-    primary: _Conn | None
+    primary: UpstreamConn | None
     modern: bool
     watched: frozenset[str]  #: (2026-07-28 upstream) the URIs its resource watch names
     _resource_watch: asyncio.Task[None] | None
     _rewatching: asyncio.Lock
     _session_subs: weakref.WeakKeyDictionary[ServerSession, set[str]]
-    _all: set[_Conn]
+    _all: set[UpstreamConn]
     _lost: Callable[[str], None]
 
     def subscribed(self, session: ServerSession, uri: str, subscribing: bool) -> None:
@@ -114,18 +114,18 @@ class UpstreamWatch:
             if old is not None:
                 old.cancel()
 
-    def watches_pool(self, conn: _Conn) -> bool:
+    def watches_pool(self, conn: UpstreamConn) -> bool:
         """Whether ``conn`` is a pooled connection to a handshake-era stdio upstream, subscribed to what the primary
         watches: a stdio target is one process per connection, and a 2026-07-28 client's call runs in a pooled one,
         so the change it makes (and the update it sends) happens there, not in the primary's process."""
         return not (self.modern or conn.primary or conn.session is not None) and self.target.kind == STDIO
 
-    async def _watch_on(self, conn: _Conn) -> None:
+    async def _watch_on(self, conn: UpstreamConn) -> None:
         """Subscribe a pooled connection (:meth:`watches_pool`) to the URIs the primary watches, and no others (at
         most :data:`~mcpkit.proxy_upstream.MAX_WATCHED`); its updates are relayed as the primary's. A failure is
         logged: that process's updates are then not relayed."""
         client = conn.client
-        if client is None or not _alive(conn):
+        if client is None or not conn.alive:
             return
         wanted = self.watched
         added, removed = wanted - conn.watched, conn.watched - wanted
@@ -138,7 +138,7 @@ class UpstreamWatch:
         except Exception as exc:
             logger.warning("could not watch resources on a pooled connection to %s: %s", self.target.description, exc)
 
-    async def watch_pooled(self, conn: _Conn) -> None:
+    async def watch_pooled(self, conn: UpstreamConn) -> None:
         """A new pooled connection (:meth:`watches_pool`): subscribed to what the primary watches before it serves."""
         if self.watched and self.watches_pool(conn):
             async with self._rewatching:

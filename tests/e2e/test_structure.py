@@ -560,18 +560,28 @@ def test_the_http_endpoint_is_composed_of_parts() -> None:
     assert "ep" not in stream.Stream.__slots__
 
 
-def test_no_underscore_name_is_imported_from_another_file_of_transports() -> None:
-    """The files of transports/ name each other's parts by package-internal public names: no ``from .x import
-    _name`` (a name private to its module stays in it)."""
-    found = [
+def _underscore_imports(paths: list[Path], sibling: str = "") -> list[str]:
+    """The ``from .x import _name`` in ``paths`` (of a module whose name starts with ``sibling``)."""
+    return [
         f"{path.relative_to(SRC)}: {alias.name}"
-        for path in sorted((SRC / "transports").rglob("*.py"))
+        for path in paths
         for node in ast.walk(ast.parse(path.read_text()))
-        if isinstance(node, ast.ImportFrom) and node.level
+        if isinstance(node, ast.ImportFrom) and node.level and (node.module or "").startswith(sibling)
         for alias in node.names
         if alias.name.startswith("_") and not alias.name.startswith("__")
     ]
-    assert found == []
+
+
+def test_no_underscore_name_is_imported_from_another_file_of_transports() -> None:
+    """The files of transports/ name each other's parts by package-internal public names: no ``from .x import
+    _name`` (a name private to its module stays in it)."""
+    assert _underscore_imports(sorted((SRC / "transports").rglob("*.py"))) == []
+
+
+def test_no_underscore_name_is_imported_from_another_proxy_module() -> None:
+    """The proxy's modules (``proxies``, ``proxy_*``) name each other's parts (a connection, a lease) by
+    package-internal public names, not ``from .proxy_x import _name``."""
+    assert _underscore_imports(sorted(SRC.glob("prox*.py")), "prox") == []
 
 
 #: The getattr calls transports/ keeps, each a read of data, not a capability: (file, first argument), and why.
