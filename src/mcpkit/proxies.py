@@ -58,7 +58,7 @@ from .protocol.extensions import SKILLS_EXTENSION, UI_EXTENSION, declared_settin
 from .protocol.jsonrpc import JSONDict
 from .proxy_listen import ClientWatches
 from .proxy_local import OWN_KINDS, drop_shadowed, own_handler, own_kinds_of
-from .proxy_rounds import Exchange
+from .proxy_rounds import MAX_SHARED, Exchange
 from .proxy_search import UpstreamCatalog, declares_headers
 from .proxy_shaping import LISTS, shape_result, upstream_params
 from .proxy_skills import SKILLS_METHODS, gateway_settings, prefixed_skills_result, serves_skills
@@ -149,6 +149,10 @@ class ProxyServer(ClientWatches):
             keeps state per connection, such as a tool a call added, and a 2026-07-28 client must meet one
             server; more, in all, only for a server whose connections are interchangeable).
         lease_timeout: seconds a 2026-07-28 request waits for a pool connection (default 30).
+        max_shared: 2026-07-28 requests one handshake-era upstream connection serves side by side where it
+            shares (what the upstream asks can be told to be about one of them: Streamable HTTP, or clients that
+            declared nothing it could ask); a request beyond waits for one of them to end (default
+            :data:`~mcpkit.proxy_rounds.MAX_SHARED`, 32). A positive whole number.
         max_upstream_sessions: upstream sessions per target held for handshake-era client sessions (default 256).
         max_suspended: upstream requests of 2026-07-28 clients waiting on input at once (default 256).
         suspended_timeout: seconds such a request waits for its client's answer (default 300).
@@ -179,6 +183,7 @@ class ProxyServer(ClientWatches):
         allow_private_network: bool = False,
         pool_size: int = 1,
         lease_timeout: float = 30.0,
+        max_shared: int = MAX_SHARED,
         max_upstream_sessions: int = 256,
         max_suspended: int = 256,
         suspended_timeout: float = 300.0,
@@ -194,6 +199,11 @@ class ProxyServer(ClientWatches):
         if None in targets and len(targets) > 1:
             raise ValueError("a gateway names every target with a prefix")
         _check_prefixes([p for p in targets if p is not None])
+        if type(max_shared) is not int or max_shared < 1:
+            raise ValueError(
+                f"max_shared must be a positive whole number (requests side by side on one upstream connection), "
+                f"not {max_shared!r}"
+            )
         self._named = name is not None
         super().__init__(
             name or ("mcpkit-gateway" if len(targets) > 1 else "mcpkit-proxy"), lifespan=_lifespan, **options
@@ -201,6 +211,7 @@ class ProxyServer(ClientWatches):
         self.allow_private_network = allow_private_network
         self.pool_size: int = max(1, pool_size)
         self.lease_timeout = lease_timeout
+        self.max_shared: int = max_shared
         self.max_upstream_sessions = max_upstream_sessions
         self.max_suspended = max_suspended
         self.suspended_timeout = suspended_timeout

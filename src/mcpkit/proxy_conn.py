@@ -27,6 +27,7 @@ class ProxyHost(Protocol):
     max_subscriptions: int
     pool_size: int
     lease_timeout: float
+    max_shared: int
     reconnect_attempts: int
     reconnect_delay: float
     reconnect_max_delay: float

@@ -11,7 +11,7 @@ import bisect
 from .protocol.errors import MCPError
 from .protocol.jsonrpc import JSONDict
 from .proxy_conn import UpstreamConn, caps_key, opening_order
-from .proxy_rounds import MAX_SHARED, Lease
+from .proxy_rounds import Lease
 from .proxy_watch import UpstreamWatch
 from .server.lowlevel import ServerRequestContext, ServerSession
 
@@ -42,7 +42,7 @@ class UpstreamPool(UpstreamWatch):
     async def lease(self, sctx: ServerRequestContext) -> Lease:
         """A connection for one 2026-07-28 request. A handshake-era upstream may ask its client things in the
         middle of a request, so its connections serve one request at a time, unless what it asks can be told to be
-        about one of them (:meth:`_shares`: then up to :data:`~mcpkit.proxy_rounds.MAX_SHARED` side by side); a
+        about one of them (:meth:`_shares`: then up to the proxy's ``max_shared`` side by side); a
         request waits while all are busy. It keeps state per connection (a tool a call added, a setting) that a
         2026-07-28 client, who sees one server, must find whichever request comes next: by default
         (``pool_size=1``) the requests whose clients declare the same capabilities (what the upstream sees, and
@@ -133,7 +133,7 @@ class UpstreamPool(UpstreamWatch):
         while True:
             if share and not self._alone.get(key):
                 for conn in self._shared.get(key, ()):
-                    if len(conn.leases) < MAX_SHARED and conn.alive:
+                    if len(conn.leases) < self.proxy.max_shared and conn.alive:
                         return conn
             idle = self._idle.get(key)
             if idle:

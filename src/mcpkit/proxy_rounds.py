@@ -21,14 +21,15 @@ MAX_ASKS = 64
 
 
 MAX_SHARED = 32
-"""2026-07-28 requests one handshake-era upstream connection serves at once when it shares (:class:`Lease`): a
-request beyond waits for one of them to end, or (``pool_size`` > 1) gets another connection."""
+"""2026-07-28 requests one handshake-era upstream connection serves at once when it shares (:class:`Lease`), unless
+the proxy's ``max_shared`` says otherwise: a request beyond waits for one of them to end, or (``pool_size`` > 1)
+gets another connection."""
 
 
 class Lease:
     """A 2026-07-28 request's hold on a pool connection: what the upstream asks meanwhile waits in ``asks`` (at
     most :data:`MAX_ASKS`), and wakes ``waker``, the future the request's exchange waits on. A ``shared`` one is
-    held beside others (at most :data:`MAX_SHARED`): what the upstream asks is this request's only when the
+    held beside others (at most the proxy's ``max_shared``): what the upstream asks is this request's only when the
     upstream says so (:data:`~mcpkit.engine.ORIGIN`), and its log messages only while it is alone."""
 
     def __init__(self, conn: Any, sctx: ServerRequestContext, shared: bool = False) -> None:

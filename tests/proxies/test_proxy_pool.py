@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import mcpkit
-import mcpkit.proxy_pool
+import mcpkit.proxy_rounds
 from mcpkit import Client
 from mcpkit.protocol.errors import MCPError
 from support.toolkit import APPS_FILE, processes_of, serve_http, serve_http_process
@@ -236,15 +236,21 @@ async def test_the_primary_serves_the_clients_that_declare_what_it_declares_inst
     assert took < 2 * 30 * 0.05, took  # (side by side: ~1.5 s; one after another: 3 s)
 
 
-async def test_one_connection_serves_at_most_max_shared_requests_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past ``MAX_SHARED`` requests on its one connection (here 3), a request waits for one of them to end."""
-    monkeypatch.setattr(mcpkit.proxy_pool, "MAX_SHARED", 3)
+async def test_one_connection_serves_at_most_max_shared_requests_at_once() -> None:
+    """Past ``max_shared`` requests on its one connection (here 2), a request waits for one of them to end."""
     with serve_http_process("legacy-2025-06-18") as upstream:
-        p = mcpkit.proxy(upstream, client_options={"mode": "handshake"}, allow_private_network=True)
+        p = mcpkit.proxy(upstream, client_options={"mode": "handshake"}, allow_private_network=True, max_shared=2)
         async with serve_http(p) as url, Client(url, mode="modern") as client:
-            calls = await asyncio.gather(*(client.call_tool("slow", {"steps": 20}, timeout=60) for _ in range(5)))
-            assert [c.text for c in calls] == ["done"] * 5
-            assert (await client.call_tool("most_at_once", {})).data == 3
+            calls = await asyncio.gather(*(client.call_tool("slow", {"steps": 20}, timeout=60) for _ in range(3)))
+            assert [c.text for c in calls] == ["done"] * 3
+            assert (await client.call_tool("most_at_once", {})).data == 2
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2", None])
+def test_max_shared_is_a_positive_whole_number_or_the_proxy_is_refused_in_words(bad: Any) -> None:
+    with pytest.raises(ValueError, match=r"max_shared must be a positive whole number .* not "):
+        mcpkit.proxy(_upstream("legacy-2025-06-18"), max_shared=bad)
+    assert mcpkit.proxy(_upstream("legacy-2025-06-18")).max_shared == mcpkit.proxy_rounds.MAX_SHARED == 32
 
 
 async def test_an_upstream_that_asks_apart_from_any_request_has_its_requests_served_one_at_a_time_from_then_on(
