@@ -97,7 +97,7 @@ class UpstreamConn:
         return self.leases[0] if len(self.leases) == 1 else None
 
     def _speaker(self) -> ServerRequestContext | None:
-        if self.leases:  # (log messages: only a request that holds the connection alone hears them)
+        if self.leases:  # (log messages the upstream did not relate: only a request holding it alone hears them)
             return self.leases[0].sctx if len(self.leases) == 1 else None
         return self.inflight[0] if len(self.inflight) == 1 else None
 
@@ -144,10 +144,19 @@ class UpstreamConn:
         return roots if isinstance(roots, list) else []
 
     async def log(self, params: JSONDict) -> None:
+        """A log message of the upstream: to the request it was sent about (the upstream said so, on that request's
+        own stream: :data:`~mcpkit.engine.ORIGIN`; dropped when that one has ended, never another client's), else
+        to the request that holds the connection when exactly one does, else to the client session."""
         level, data, name = params.get("level"), params.get("data"), params.get("logger")
         if not isinstance(level, str):
             return
-        sctx = self._speaker()
+        origin = ORIGIN.get()
+        if isinstance(origin, Lease):
+            if origin not in self.leases:
+                return
+            sctx: ServerRequestContext | None = origin.sctx
+        else:
+            sctx = self._speaker()
         with contextlib.suppress(Exception):
             if sctx is not None:
                 await sctx.log(level, data, name if isinstance(name, str) else None)

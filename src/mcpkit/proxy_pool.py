@@ -120,7 +120,8 @@ class UpstreamPool(UpstreamWatch):
         it must be told apart from what it sends for them. Progress (its own token) and cancellation (its own
         request id) always are; what the upstream asks (elicitation, sampling, roots) is when the transport relates
         it to the request (Streamable HTTP: on that request's own stream), or when the client declared nothing it
-        could be asked. Log messages are not (they reach a request only while it holds the connection alone)."""
+        could be asked. Log messages are related the same way, and are best effort: an unrelated one reaches a request
+        only while it holds the connection alone."""
         return self.relates or key == caps_key({})
 
     async def _take(

@@ -30,7 +30,7 @@ class Lease:
     """A 2026-07-28 request's hold on a pool connection: what the upstream asks meanwhile waits in ``asks`` (at
     most :data:`MAX_ASKS`), and wakes ``waker``, the future the request's exchange waits on. A ``shared`` one is
     held beside others (at most the proxy's ``max_shared``): what the upstream asks is this request's only when the
-    upstream says so (:data:`~mcpkit.engine.ORIGIN`), and its log messages only while it is alone."""
+    upstream says so (:data:`~mcpkit.engine.ORIGIN`), and so are its log messages (else only while it is alone)."""
 
     def __init__(self, conn: Any, sctx: ServerRequestContext, shared: bool = False) -> None:
         self.conn = conn

@@ -215,6 +215,37 @@ async def test_what_the_upstream_asks_during_concurrent_calls_reaches_only_the_c
     assert seen == dict.fromkeys(names, 1)
 
 
+async def test_the_upstreams_log_messages_during_concurrent_calls_reach_only_the_client_whose_call_sent_them() -> None:
+    """Two clients call, at once, a tool that logs, over the one upstream connection they share: each gets the log
+    messages of its own call, all of them and no other's. (They reached a request only while it held the connection
+    alone: shared, they were dropped.) Over Streamable HTTP the upstream sends a request's log messages on that
+    request's own stream, and the proxy's client keeps which stream each arrived on."""
+    names = ["Ada", "Bob"]
+    heard: dict[str, list[str]] = {name: [] for name in names}
+
+    def handler(name: str) -> Any:
+        return lambda message: heard[name].append(str(message.data))
+
+    with serve_http_process("legacy-2025-06-18") as upstream:
+        p = mcpkit.proxy(upstream, client_options={"mode": "handshake"}, allow_private_network=True)
+        async with contextlib.AsyncExitStack() as stack:
+            url = await stack.enter_async_context(serve_http(p))
+            clients = [
+                await stack.enter_async_context(
+                    Client(url, mode="modern", log_level="info", logging_handler=handler(name))
+                )
+                for name in names
+            ]
+            calls = await asyncio.gather(
+                *(
+                    c.call_tool("chatty", {"name": name, "together": 2}, timeout=60)
+                    for c, name in zip(clients, names, strict=True)
+                )
+            )
+    assert [c.text for c in calls] == names
+    assert heard == {name: [f"{name}: {i}" for i in range(5)] for name in names}
+
+
 async def test_the_primary_serves_the_clients_that_declare_what_it_declares_instead_of_sitting_idle() -> None:
     """The primary connection (it declares every capability the proxy relays) sat in the pool under a key no client
     has: with ``pool_size=1`` a client declaring every capability got a second upstream process beside it, and in a

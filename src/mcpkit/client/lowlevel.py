@@ -500,6 +500,10 @@ class ClientSession(RequestAnswering):
         if self.logging_handler is None and self.notification_handler is None:
             await self._deliver(method, params)  # (to Python's logging: no code of the user's runs)
             return
+        conn = self.conn  # (which request of ours it is about, if the transport can tell: its stream)
+        if isinstance(conn, BaseConnection) and conn.relates_requests:
+            await self._notes.put(method, params, conn.related_message())
+            return
         await self._notes.put(method, params)
 
     async def _deliver(self, method: str, params: JSONDict | None) -> None:

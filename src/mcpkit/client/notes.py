@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Iterator
 
 import orjson
 
+from ..engine import ORIGIN
 from ..protocol.changes import change_key
 from ..protocol.jsonrpc import JSONDict
 
@@ -67,7 +68,8 @@ class HandlerQueue:
 
     def __init__(self, deliver: Deliver) -> None:
         self._deliver = deliver
-        self._items: deque[tuple[str, JSONDict | None, object, int]] = deque()  # (method, params, key, size)
+        #: (method, params, key, size, origin: the request of the session it was sent about, see put)
+        self._items: deque[tuple[str, JSONDict | None, object, int, object]] = deque()
         self._size = 0  # the sizes of the waiting ones
         self._keys: dict[object, int] = {}  # the keys of the waiting changes that coalesce, and how many wait
         self._task: asyncio.Task[None] | None = None
@@ -81,9 +83,10 @@ class HandlerQueue:
         self.handled: int = 0  # ... and handled (the session compares the two before it waits in catch_up)
         self.dropped: int = 0  # notifications dropped: the queue was full while a handler waited on the session
 
-    async def put(self, method: str, params: JSONDict | None) -> None:
+    async def put(self, method: str, params: JSONDict | None, origin: object = None) -> None:
         """Queue one notification for the handlers (see the module docs for what happens when the queue is
-        full)."""
+        full). ``origin``: the :data:`~mcpkit.engine.ORIGIN` of the session's request it was sent about (the
+        transport said so: its log messages), set again while the handlers run for it."""
         if self._task is None:
             self._event = asyncio.Event()
             self._task = asyncio.get_running_loop().create_task(self._run(self._event))
@@ -114,7 +117,7 @@ class HandlerQueue:
             await self._room.wait()
         self._warned = False
         self.received += 1
-        items.append((method, params, key, size))
+        items.append((method, params, key, size, origin))
         self._size += size
         if key is not None:
             self._keys[key] = self._keys.get(key, 0) + 1
@@ -129,18 +132,21 @@ class HandlerQueue:
                 ready.clear()
                 await ready.wait()
                 continue
-            method, params, key, size = items.popleft()
+            method, params, key, size, origin = items.popleft()
             self._size -= size
             if key is not None:
                 left = self._keys.pop(key) - 1
                 if left:
                     self._keys[key] = left
             self._room.set()
+            token = ORIGIN.set(origin) if origin is not None else None
             try:
                 await self._deliver(method, params)
             except Exception:
                 logger.exception("the handler of a %r notification failed", method)
             finally:
+                if token is not None:
+                    ORIGIN.reset(token)
                 self.handled += 1
                 event.set()
 

@@ -165,7 +165,8 @@ class Connection(Protocol):
 #: On whose behalf a request goes out, and which request a server's request is about. A caller that sends for
 #: someone sets it around the send (the task that sends sees it); a transport that relates the peer's requests to
 #: the request they arrived on (Streamable HTTP: the POST's own stream) keeps it with them, and the client session
-#: sets it again while its handlers answer one (:meth:`BaseConnection.related`). None: nobody, or not known.
+#: sets it again while its handlers answer one (:meth:`BaseConnection.related`) or handle a notification sent on it
+#: (:meth:`BaseConnection.related_message`). None: nobody, or not known.
 ORIGIN: ContextVar[object | None] = ContextVar("mcpkit_origin", default=None)
 
 
@@ -219,6 +220,12 @@ class BaseConnection:
         """The :data:`ORIGIN` of the request of this side that the peer's request ``request_id`` arrived in
         relation to (asked once: it is forgotten then); None when it came apart from any (or the transport cannot
         tell: :attr:`relates_requests`)."""
+        return None
+
+    def related_message(self) -> object | None:
+        """The :data:`ORIGIN` of the request of this side on whose behalf the peer sent the message :meth:`receive`
+        returned last (a notification about it: its log messages), as :meth:`related` tells of a request; None
+        when it came apart from any (or the transport cannot tell: :attr:`relates_requests`)."""
         return None
 
     async def wait_ready(self) -> None:

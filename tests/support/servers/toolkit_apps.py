@@ -341,6 +341,23 @@ def legacy_app(version: str) -> MCPKit:
         return "done"
 
     @app.tool
+    async def chatty(name: str, together: int, ctx: Context) -> str:
+        """Logs ``name: 0`` .. ``name: 4`` (info) once ``together`` calls of it run at once (at most 20 s)."""
+        import asyncio
+
+        state["chatting"] = state.get("chatting", 0) + 1
+        try:
+            async with asyncio.timeout(20):
+                while state["chatting"] < together:
+                    await asyncio.sleep(0.01)
+            for i in range(5):
+                await ctx.info(f"{name}: {i}")
+                await asyncio.sleep(0.02)
+        finally:
+            state["chatting"] -= 1
+        return name
+
+    @app.tool
     def was_cancelled() -> bool:
         return bool(state["cancelled"])
 

@@ -1,6 +1,7 @@
 """The parts of the Streamable HTTP client transport beside its state machine (``client_support``): here, how the
-server's requests are related to the request of the client whose SSE stream they arrived on (:class:`Relations`),
-which a proxy needs to tell which of its clients the upstream asks. A real handshake-era server over HTTP."""
+server's requests and log messages are related to the request of the client whose SSE stream they arrived on
+(:class:`Relations`), which a proxy needs to tell which of its clients the upstream asks or logs for. A real
+handshake-era server over HTTP."""
 
 from __future__ import annotations
 
@@ -40,6 +41,28 @@ def _asking_app() -> MCPKit:
         later.add(task)
         task.add_done_callback(later.discard)
         return "asked later"
+
+    @app.tool
+    async def chat(ctx: Context) -> str:
+        """Logs twice within the call (on the call's own stream)."""
+        await ctx.warning("one")
+        await ctx.warning("two")
+        return "said"
+
+    @app.tool
+    async def chat_apart(ctx: Context) -> str:
+        """Logs after the call ended (on the standalone GET stream)."""
+        session = ctx.request_context.session
+        assert session is not None
+
+        async def log_later() -> None:
+            await asyncio.sleep(0.2)
+            await session.log("warning", "later")
+
+        task = asyncio.get_running_loop().create_task(log_later())
+        later.add(task)
+        task.add_done_callback(later.discard)
+        return "saying later"
 
     return app
 
@@ -89,3 +112,36 @@ async def test_the_servers_requests_are_related_to_the_request_whose_stream_they
     long_id = "x" * (MAX_RELATED_ID + 1)  # (the server's to choose: as long as a message may be; not kept)
     relations.note(orjson.dumps({"jsonrpc": "2.0", "id": long_id, "method": "roots/list"}), "long")
     assert relations.pop(long_id) is None
+
+
+async def test_the_servers_log_messages_are_related_to_the_request_whose_stream_they_came_on() -> None:
+    """The logging handler runs with ``ORIGIN`` set to the request whose SSE stream the log message arrived on (the
+    origin travels with the message through the transport's inbox and the session's handler queue); a message of a
+    request sent for nobody, and one on the standalone stream, relate to nobody, and so does the next message after
+    a related one (nothing lingers)."""
+    seen: list[tuple[object, object | None]] = []
+    later = asyncio.Event()
+
+    def heard(message: Any) -> None:
+        seen.append((message.data, ORIGIN.get()))
+        if message.data == "later":
+            later.set()
+
+    async with serve_http(_asking_app()) as url:
+        transport = StreamableHTTPClientTransport(url)
+        async with ClientSession(transport, mode="handshake", logging_handler=heard) as session:
+            token = ORIGIN.set("first")
+            try:
+                assert (await session.call_tool("chat", {})).text == "said"
+            finally:
+                ORIGIN.reset(token)
+            assert seen == [("one", "first"), ("two", "first")]
+            assert (await session.call_tool("chat", {})).text == "said"
+            assert seen[2:] == [("one", None), ("two", None)]
+            token = ORIGIN.set("second")
+            try:
+                assert (await session.call_tool("chat_apart", {})).text == "saying later"
+            finally:
+                ORIGIN.reset(token)
+            await asyncio.wait_for(later.wait(), 10)
+            assert seen[4:] == [("later", None)]

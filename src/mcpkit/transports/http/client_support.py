@@ -121,12 +121,17 @@ class Relations:
     :data:`~mcpkit.engine.ORIGIN` was set around its send): which origin each is about, by its id, until the client
     session asks (:meth:`pop`). A handshake-era server sends there what a request of the client causes (the spec:
     they SHOULD relate to it); only the stream says so, the message does not. At most :data:`MAX_RELATED`, of string
-    ids at most :data:`MAX_RELATED_ID` long."""
+    ids at most :data:`MAX_RELATED_ID` long.
 
-    __slots__ = ("_by_id",)
+    What else arrives there (the notifications the request causes: its log messages) carries its origin with it
+    through the transport's inbox, as ``(bytes, origin)``: :attr:`last` is the origin of the message last handed
+    to the session (:meth:`unpack`), which the session asks right away (nothing kept beyond the inbox's bound)."""
+
+    __slots__ = ("_by_id", "last")
 
     def __init__(self) -> None:
         self._by_id: dict[Any, object] = {}
+        self.last: object | None = None
 
     def note(self, data: bytes, origin: object) -> None:
         """``data`` arrived on the stream of a request sent for ``origin``: if it is a request, remember so."""
@@ -150,6 +155,15 @@ class Relations:
 
     def pop(self, request_id: Any) -> object | None:
         return self._by_id.pop(request_id, None) if self._by_id else None
+
+    def unpack(self, item: bytes | tuple[bytes, object]) -> bytes:
+        """An item of the inbox, handed to the session: its bytes, the origin it came with (if any) kept as
+        :attr:`last`."""
+        if type(item) is tuple:
+            self.last = item[1]
+            return item[0]
+        self.last = None
+        return item  # type: ignore[return-value]
 
 
 def initialize_answer(data: bytes, init_id: Any) -> str | None:

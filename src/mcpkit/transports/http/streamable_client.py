@@ -154,7 +154,7 @@ class StreamableHTTPClientTransport(BaseConnection):
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self._version_header = False
-        self._inbox: asyncio.Queue[bytes | None] = asyncio.Queue(inbox_size)
+        self._inbox: asyncio.Queue[bytes | tuple[bytes, object] | None] = asyncio.Queue(inbox_size)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._get = StandaloneStream(self.engine, self.backoff, max_reconnects, self._live_headers, self._deliver)
         self.modern_headers: ModernHeaders = ModernHeaders()
@@ -177,7 +177,8 @@ class StreamableHTTPClientTransport(BaseConnection):
         item = await self._inbox.get()
         if item is None:
             self._inbox.put_nowait(None)  # stay at end of input for any later caller
-        return item
+            return None
+        return self.relations.unpack(item)
 
     def set_request_failure(self, fail: Callable[[Any, BaseException], None] | None) -> None:
         self._fail_request = fail
@@ -404,7 +405,7 @@ class StreamableHTTPClientTransport(BaseConnection):
 
     # ------------------------------------------------------------------ incoming
 
-    async def _deliver(self, data: bytes) -> None:
+    async def _deliver(self, data: bytes, origin: object = None) -> None:
         if self._init_id is not None and (version := initialize_answer(data, self._init_id)) is not None:
             # the InitializeResult fixes the version: even ``notifications/initialized`` carries the header
             self._init_id = None
@@ -413,10 +414,13 @@ class StreamableHTTPClientTransport(BaseConnection):
                 self._version_header = versions.features(version).protocol_version_header
         if self.modern_headers.tools_list_ids and b'"tools"' in data:
             data = self.modern_headers.learn_tools(data)
-        await self._inbox.put(data)
+        await self._inbox.put(data if origin is None else (data, origin))  # (on the stream of a request for origin)
 
     def related(self, request_id: Any) -> object | None:
         return self.relations.pop(request_id)
+
+    def related_message(self) -> object | None:
+        return self.relations.last
 
     async def _read_post_stream(self, resp: HTTPResponse, rid: Any, exchange: Exchange | None) -> None:
         """Read one POST's SSE stream; resume via GET + Last-Event-ID until the response to ``rid`` arrives.
@@ -425,6 +429,7 @@ class StreamableHTTPClientTransport(BaseConnection):
         count, so a server that ends every stream after one event (``retry: 0``) gets at most ``max_reconnects``
         GETs."""
         decoder = SSEDecoder(self.max_message_size)
+        origin = exchange.origin if exchange is not None else None
         attempts = 0
         opened = time.monotonic()
         while True:
@@ -434,9 +439,9 @@ class StreamableHTTPClientTransport(BaseConnection):
                     if ev.data:
                         if rid is not None and answers_request(ev.data, rid):
                             got = True
-                        elif exchange is not None and exchange.origin is not None:  # (see Relations)
-                            self.relations.note(ev.data, exchange.origin)
-                        await self._deliver(ev.data)
+                        elif origin is not None:  # (see Relations)
+                            self.relations.note(ev.data, origin)
+                        await self._deliver(ev.data, None if got else origin)
             except SSEEventTooLarge:
                 await resp.aclose()
                 if rid is not None:
