@@ -9,7 +9,7 @@ import pytest
 
 from mcpkit.protocol import errors, jsonrpc, versions
 from mcpkit.protocol.jsonrpc import Batch, ErrorResponse, Invalid, Notification, Request, Response
-from mcpkit.protocol.shaping import shape_result
+from mcpkit.protocol.shaping import server_meta, shape_result
 from mcpkit.server.request_state import RequestStateSealer, request_digest
 
 
@@ -219,9 +219,12 @@ def test_handshake_negotiation_echoes_or_answers_latest() -> None:
 
 
 def test_shaping_modern_adds_result_type_cache_hints_and_server_info() -> None:
-    r = shape_result("tools/list", {"tools": []}, versions.features("2026-07-28"), {"name": "s", "version": "1"})
+    info = server_meta({"name": "s", "version": "1"})
+    r = shape_result("tools/list", {"tools": []}, versions.features("2026-07-28"), info)
     assert r["resultType"] == "complete" and r["ttlMs"] == 0 and r["cacheScope"] in ("public", "private")
-    assert r["_meta"]["io.modelcontextprotocol/serverInfo"] == {"name": "s", "version": "1"}
+    assert orjson.loads(jsonrpc.encode_result(1, r))["result"]["_meta"] == {
+        "io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}
+    }
     assert "nextCursor" not in r
     c = shape_result("tools/call", {"content": []}, versions.features("2026-07-28"))
     assert c["resultType"] == "complete" and "ttlMs" not in c and c["isError"] is False

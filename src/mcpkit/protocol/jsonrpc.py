@@ -285,6 +285,8 @@ def dumps_wide(value: Any, exc: TypeError, default: Callable[[Any], Any] | None 
     import uuid
 
     def fallback(obj: Any) -> Any:  # what orjson writes natively and the standard library does not
+        if type(obj) is orjson.Fragment:  # JSON encoded already (a result's server_meta, a cached page)
+            return json.loads(orjson.dumps(obj))
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
             return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
         if isinstance(obj, (datetime.datetime, datetime.date, datetime.time)):

@@ -1,7 +1,8 @@
 """Per-era wire shaping of outgoing results: one function, driven by :class:`~.versions.Features`.
 
 Handlers produce one neutral result dict; :func:`shape_result` adapts it to the revision of the request:
-the modern era gets ``resultType``, cache hints and ``_meta`` server info; the handshake era gets none of them,
+the modern era gets ``resultType``, cache hints and ``_meta`` server info (encoded once per server:
+:func:`server_meta`); the handshake era gets none of them,
 plus the conventions of 2024-11-05/2025-03-26 sessions (``nextCursor: ""`` at the end of every list,
 ``structuredContent: {}`` on every ``tools/call`` result).
 """
@@ -9,6 +10,8 @@ plus the conventions of 2024-11-05/2025-03-26 sessions (``nextCursor: ""`` at th
 from __future__ import annotations
 
 from typing import Any
+
+import orjson
 
 from .versions import META_SERVER_INFO, Features
 
@@ -42,16 +45,32 @@ def shape_implementation(info: dict[str, Any], feats: Features) -> dict[str, Any
     }
 
 
+def server_meta(info: dict[str, Any]) -> orjson.Fragment:
+    """The ``_meta`` of a 2026-07-28 result that has none of its own: the server's ``info`` (its ``Implementation``)
+    under ``io.modelcontextprotocol/serverInfo``, encoded once (a server keeps it while its info stays the same
+    object): :func:`shape_result` puts these bytes into every such result, where orjson writes them as they are.
+    A TypeError (or ``orjson.JSONEncodeError``) for an ``info`` that is no JSON."""
+    return orjson.Fragment(orjson.dumps({META_SERVER_INFO: info}))
+
+
+def _decoded(meta: Any) -> Any:
+    """A result's ``_meta`` as a dict when it is encoded (an ``orjson.Fragment``: the :func:`server_meta` of a
+    result that was shaped before, e.g. a handler's own result dict returned again), else itself."""
+    return orjson.loads(orjson.dumps(meta)) if type(meta) is orjson.Fragment else meta
+
+
 def shape_result(
     method: str,
     result: dict[str, Any],
     feats: Features,
-    server_info: dict[str, Any] | None = None,
+    server_info: orjson.Fragment | None = None,
     *,
     ttl_ms: int = 0,
     cache_scope: str = "private",
 ) -> dict[str, Any]:
-    """Return ``result`` shaped for the revision ``feats`` (mutates and returns the same dict)."""
+    """Return ``result`` shaped for the revision ``feats`` (mutates and returns the same dict); ``server_info``: the
+    server's :func:`server_meta`, for the modern era (a result with a ``_meta`` of its own gets the server's info
+    added to a copy of it)."""
     if feats.result_type:
         complete = result.setdefault("resultType", "complete") == "complete"
         if complete and method in CACHEABLE_METHODS:
@@ -60,9 +79,11 @@ def shape_result(
         if server_info is not None:
             meta = result.get("_meta")
             if meta is None:
-                result["_meta"] = {META_SERVER_INFO: server_info}
-            elif META_SERVER_INFO not in meta:
-                result["_meta"] = {**meta, META_SERVER_INFO: server_info}
+                result["_meta"] = server_info  # (hot path: docs/architecture.md)
+            elif meta is not server_info:
+                meta = _decoded(meta)
+                if META_SERVER_INFO not in meta:
+                    result["_meta"] = {**meta, **_decoded(server_info)}
         if method in LIST_RESULT_KEYS:
             if not result.get("nextCursor"):
                 result.pop("nextCursor", None)
@@ -72,7 +93,7 @@ def shape_result(
     if not _STRIPPED_KEYS.isdisjoint(result):  # (the usual result has none of them: one test)
         for key in MODERN_ONLY_KEYS:
             result.pop(key, None)
-        meta = result.get("_meta")
+        meta = _decoded(result.get("_meta"))
         if meta is not None and META_SERVER_INFO in meta:
             meta = {k: v for k, v in meta.items() if k != META_SERVER_INFO}
             if meta:

@@ -20,6 +20,8 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import orjson
+
 from .._options import check_choice, named_options
 from ..engine import MODERN_BATCH_REFUSAL, NULL_OUTBOX, BaseConnection, Outbox, Peer, RequestContext
 from ..engine.tap import Tap, TapHub
@@ -37,7 +39,7 @@ from ..protocol.errors import (
 )
 from ..protocol.extensions import Extensions
 from ..protocol.jsonrpc import JSONDict
-from ..protocol.shaping import shape_result
+from ..protocol.shaping import server_meta, shape_result
 from ..protocol.versions import (
     HANDSHAKE_ONLY,
     LOG_LEVELS,
@@ -146,7 +148,9 @@ class Server(ChangeFanout, Runnable):
             info["websiteUrl"] = website_url
         if icons:
             info["icons"] = [i if isinstance(i, dict) else i.dump() for i in icons]
-        self.info = info
+        self.info = info  #: the server's ``Implementation`` (``serverInfo``): replace it to change it, not its items
+        self._meta_info: JSONDict | None = None  # the info _meta_bytes was encoded from (see _server_meta)
+        self._meta_bytes: orjson.Fragment | None = None
         self.instructions = instructions
         vs = tuple(v for v in versions)
         for v in vs:
@@ -379,7 +383,19 @@ class Server(ChangeFanout, Runnable):
             result: JSONDict = pending
         except (InputRequired, ResourceNotFound) as exc:
             result = self._settle(exc, sctx, method, params, feats)
-        return shape_result(method, result, feats, self.info if feats.modern else None)
+        if not feats.modern:
+            return shape_result(method, result, feats)
+        info = self._meta_bytes if self.info is self._meta_info else self._server_meta()
+        return shape_result(method, result, feats, info)
+
+    def _server_meta(self) -> orjson.Fragment | None:
+        """The ``_meta`` of the 2026-07-28 results (:func:`~mcpkit.protocol.shaping.server_meta`), encoded once for
+        the server's :attr:`info`, again when it is replaced."""
+        info = self.info
+        if info is not self._meta_info:
+            self._meta_bytes = server_meta(info)
+            self._meta_info = info
+        return self._meta_bytes
 
     def _call_handler(self, sctx: ServerRequestContext, method: str, params: JSONDict, feats: Features) -> Any:
         """Call the handler of ``method`` (a registered one, else the built-in): what it returns, a result or what
@@ -417,7 +433,7 @@ class Server(ChangeFanout, Runnable):
         if not isinstance(result, dict):
             raise TypeError(f"an interceptor of {method!r} returned {type(result).__name__}, not a result dict")
         # shaped as a copy: what the chain returned stays as it was (an interceptor may keep it, e.g. in a cache)
-        return shape_result(method, dict(result), feats, self.info if feats.modern else None)
+        return shape_result(method, dict(result), feats, self._server_meta() if feats.modern else None)
 
     async def _dispatched(
         self,
@@ -439,7 +455,7 @@ class Server(ChangeFanout, Runnable):
             result = result.model_dump(by_alias=True, exclude_none=True, mode="json")
         if not shaped:
             return result  # type: ignore[no-any-return]
-        return shape_result(method, result, feats, self.info if feats.modern else None)
+        return shape_result(method, result, feats, self._server_meta() if feats.modern else None)
 
     def _settle(
         self,
