@@ -74,15 +74,15 @@ async def test_a_code_past_its_expiry_is_never_given_and_expired_rows_are_swept_
 
 
 async def test_a_replay_cache_remembers_a_key_until_it_expires_on_the_database_clock(pg: PostgresConnection) -> None:
-    """The first use wins across workers; a key whose JWT could no longer be accepted is not kept; a key kept
-    past its expiry is free again (its row replaced, not added)."""
+    """The first use wins across workers; a key whose JWT is past its expiry on the database's clock is refused and
+    not kept; a key kept past its expiry is free again (its row replaced, not added)."""
     first, second = PostgresReplayCache(pg), PostgresReplayCache(pg)
     now = time.time()
     assert await first.first_use("jti-1", now, now + 60)
     assert not await second.first_use("jti-1", now, now + 60)
-    assert await first.first_use("old", now - 120, now - 60)  # expired already: not kept
-    assert await first.first_use("short", now, time.time() + 0.2)
-    await asyncio.sleep(0.3)
+    assert not await first.first_use("old", now - 120, now - 60)  # expired already: refused, not kept
+    assert await first.first_use("short", now, time.time() + 1.0)  # (a JWT past its expiry would be refused)
+    await asyncio.sleep(1.1)
     assert await second.first_use("short", now, time.time() + 60)
     async with pg.acquire("test") as db:
         kinds = await db.fetch(f"SELECT key FROM {first.table} WHERE kind = 'jti' ORDER BY key")

@@ -235,3 +235,58 @@ async def test_replicas_whose_clocks_differ_agree_on_which_self_registered_clien
             await asyncio.sleep(0.01)
     kept = [c for c in "abc" if await slow_replica.get_client(c) is not None]
     assert kept == ["b", "c"]  # a, the least recently used, went
+
+
+async def test_a_replay_cache_lets_one_use_of_a_key_through_until_its_expiry_and_none_after(
+    make_auth_storage: StorageMaker,  # noqa: F811
+) -> None:
+    """The first use of a key wins on every replica sharing the cache, and its replays are refused; a JWT past its
+    expiry is refused too (the cache can no longer tell whether it was used: its key would be forgotten)."""
+    make_auth_storage()
+    first, second = make_auth_storage.replay_cache(), make_auth_storage.replay_cache()
+    now = time.time()
+    assert await first.first_use("k", now, now + 60)
+    assert not await second.first_use("k", now, now + 60) and not await first.first_use("k", now, now + 60)
+    assert not await second.first_use("old", now - 120, now - 60)
+    assert await second.first_use("other", now, now + 60)
+
+
+@pytest.mark.parametrize("make_auth_storage", ["redis", "postgres"], indirect=True)
+async def test_a_replayed_dpop_proof_is_refused_whatever_the_clocks_of_the_replicas(
+    make_auth_storage: StorageMaker,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two resource-server replicas share a replay cache, one's clock a minute fast, the other's a minute slow, and
+    accept a proof for 62 s after its ``iat``: on their own clocks, both accept a fresh proof for a while. The fast
+    replica accepts it first, with 3 s left by its clock: a cache that kept the key for those 3 s forgot it while the
+    slow replica still had a minute to accept it, and the replay there was a first use. The key is kept until the
+    proof's own expiry on the cache server's clock; and a proof past that expiry there, though the slow replica
+    still accepts it on its clock, is refused (its key, had it been used, is forgotten)."""
+    from mcpkit.auth import DPoPVerifier, SigningKey
+    from mcpkit.auth.dpop import DPoPError, make_proof
+
+    make_auth_storage()
+    fast, slow = _Clock(60), _Clock(-60)
+    caches = {fast: make_auth_storage.replay_cache(), slow: make_auth_storage.replay_cache()}
+    module = sys.modules[type(caches[fast]).__module__]
+    key, url, max_age = SigningKey.generate(), "https://mcp.example/mcp", 62.0
+
+    async def verify(proof: str, clock: _Clock) -> None:
+        monkeypatch.setattr(module, "time", clock)  # (what the cache's module reads as its clock)
+        verifier = DPoPVerifier(replay_cache=caches[clock], max_age=max_age, clock=clock.time)
+        await verifier.verify(proof, method="POST", url=url)
+
+    issued = int(time.time()) + 1  # (iat is whole seconds: at most 60 s behind the fast replica's clock)
+    proof = make_proof(key, "POST", url, now=issued)
+    await verify(proof, fast)
+    await asyncio.sleep(max(0.0, issued + max_age - fast.time()) + 0.2)  # past its expiry on the fast clock
+    with pytest.raises(DPoPError, match="replay"):
+        await verify(proof, slow)
+
+    issued = int(time.time()) - 60  # acceptable for 2 to 3 s more on the cache server's clock
+    late = make_proof(key, "POST", url, now=issued)
+    await verify(late, slow)
+    await asyncio.sleep(max(0.0, issued + max_age - time.time()) + 0.2)  # its key forgotten
+    assert abs(slow.time() - issued) <= max_age  # (the slow replica still accepts it on its clock)
+    with pytest.raises(DPoPError, match="replay"):
+        await verify(late, slow)

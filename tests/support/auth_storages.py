@@ -4,7 +4,8 @@
 module together with ``redis_url`` and ``postgres_url``) is a factory: ``make_auth_storage(**options)`` builds one
 storage of the backend under test (each call on its own Redis key prefix or PostgreSQL table prefix, so two calls
 are two separate storages; ``make_auth_storage.shared()`` builds another storage on the same prefix as the last
-one: a second replica), closed at teardown. ``make_auth_storage.kind`` names the backend.
+one: a second replica; ``make_auth_storage.replay_cache()`` builds the backend's replay cache there), closed at
+teardown. ``make_auth_storage.kind`` names the backend.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from typing import Any
 
 import pytest
 
-from mcpkit.auth import InMemoryAuthStorage, PostgresAuthStorage, RedisAuthStorage
+from mcpkit.auth import (
+    InMemoryAuthStorage,
+    InMemoryReplayCache,
+    PostgresAuthStorage,
+    PostgresReplayCache,
+    RedisAuthStorage,
+    RedisReplayCache,
+)
 
 _PREFIXES = itertools.count()
 
@@ -41,11 +49,29 @@ class StorageMaker:
         memory, the same object: one process)."""
         return self._build(False)
 
+    def replay_cache(self) -> Any:
+        """The backend's replay cache on the prefix of the last storage made: each call another replica's (in
+        memory, one cache: one process)."""
+        cache: Any
+        if self.kind == "memory":
+            found = [c for c in self.made if isinstance(c, InMemoryReplayCache)]
+            if found:
+                return found[0]
+            cache = InMemoryReplayCache()
+        elif self.kind == "redis":
+            assert self.url is not None
+            cache = RedisReplayCache(self.url, prefix=self._prefix.replace("_", ":") + "replay:")
+        else:
+            assert self.url is not None
+            cache = PostgresReplayCache(self.url, prefix=self._prefix)
+        self.made.append(cache)
+        return cache
+
     def _build(self, new: bool) -> Any:
         options = self._options
         if self.kind == "memory":
             if not new:
-                return self.made[-1]
+                return [s for s in self.made if isinstance(s, InMemoryAuthStorage)][-1]
             storage: Any = InMemoryAuthStorage(**options)
         elif self.kind == "redis":
             assert self.url is not None
@@ -58,7 +84,7 @@ class StorageMaker:
 
     async def aclose(self) -> None:
         for storage in self.made:
-            if not isinstance(storage, InMemoryAuthStorage):
+            if not isinstance(storage, (InMemoryAuthStorage, InMemoryReplayCache)):
                 await storage.aclose()
 
 

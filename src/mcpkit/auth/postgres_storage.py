@@ -439,8 +439,9 @@ class PostgresAuthStorage(_PostgresHolder):
 class PostgresReplayCache(_PostgresHolder):
     """A :class:`~mcpkit.auth.replay.ReplayCache` in PostgreSQL (rows of ``<prefix>oauth``): one upsert that
     succeeds only for a key not kept or kept past its expiry, so the first worker to see a key wins; each key is
-    kept for the JWT's remaining lifetime (on the database's clock) and swept after. Its size is bounded by time
-    (accepted JWTs per second x the acceptance window), as :class:`~mcpkit.auth.redis_storage.RedisReplayCache`'s.
+    kept until the JWT's expiry on the database's clock (a JWT past it there is refused) and swept after. Its size
+    is bounded by time (accepted JWTs per second x the acceptance window), as
+    :class:`~mcpkit.auth.redis_storage.RedisReplayCache`'s.
 
     Args:
         postgres: a URL or a shared :class:`~mcpkit.stores.postgres.PostgresConnection`.
@@ -459,16 +460,16 @@ class PostgresReplayCache(_PostgresHolder):
         super().__init__(postgres, prefix, timeout, sweep_every)
 
     async def first_use(self, key: str, issued_at: float, expires_at: float) -> bool:
-        left = expires_at - time.time()
-        if left <= 0:
-            return True  # no longer acceptable anyway: the caller's time check refuses it
+        """One upsert, judged on the database's clock: a JWT past ``expires_at`` there is refused (its key, were it
+        used before, is forgotten: a replica whose clock is behind, still accepting it, would take its replay for a
+        first use), else the key is kept until ``expires_at`` (the JWT's own time: no replica's clock decides)."""
         async with self._db() as db:
             first = await db.fetchval(
-                f"INSERT INTO {self.table} AS t (kind, key, value, expires_at) VALUES ('jti', $1, '', {_at('$2')}) ON "
-                "CONFLICT (kind, key) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE t.expires_at <= "
-                "clock_timestamp() RETURNING 1",
+                f"INSERT INTO {self.table} AS t (kind, key, value, expires_at) SELECT 'jti', $1, '', to_timestamp($2) "
+                "WHERE to_timestamp($2) > clock_timestamp() ON CONFLICT (kind, key) DO UPDATE SET expires_at = "
+                "EXCLUDED.expires_at WHERE t.expires_at <= clock_timestamp() RETURNING 1",
                 key,
-                left,
+                expires_at,
             )
         await self._sweep()
         return first is not None

@@ -216,6 +216,22 @@ def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", "replace")).hexdigest()
 
 
+# KEYS: a one-time JWT's key; ARGV: when the JWT can no longer be accepted (ms since the epoch: its own claims, on no
+# replica's clock). Its first use (1) keeps the key until then on the Redis server's clock; a key kept already is a
+# replay (0), and so is a JWT past that time on the server's clock (0): a key is forgotten then, and a replica whose
+# clock is behind, still accepting the JWT, would take its replay for a first use. (Judged by the clock of the
+# replica that kept it, a fast replica's key was forgotten up to its skew before a slow replica stopped accepting.)
+_FIRST_USE = (
+    _NOW
+    + """
+local left = tonumber(ARGV[1]) - now_ms
+if left <= 0 then return 0 end
+if redis.call('SET', KEYS[1], '1', 'NX', 'PX', left) then return 1 end
+return 0
+"""
+)
+
+
 def _ms_from_now(at: float, now: float | None = None) -> int:
     """How long until ``at`` (a time on the caller's clock, ``now`` by default its ``time.time()``), in whole ms
     (negative when past): what the scripts add to the Redis server's clock."""
@@ -487,15 +503,14 @@ class RedisAuthStorage(_RedisHolder):
 
 
 class RedisReplayCache(_RedisHolder):
-    """A :class:`~mcpkit.auth.replay.ReplayCache` in Redis: ``SET key NX`` with the JWT's remaining lifetime, so the
-    first worker to see a key wins and Redis forgets it when it could no longer be accepted anyway. Its size is
-    bounded by time (accepted JWTs per second x the acceptance window), each key about 100 bytes."""
+    """A :class:`~mcpkit.auth.replay.ReplayCache` in Redis: ``SET key NX`` until the JWT's expiry on the Redis
+    server's clock, so the first worker to see a key wins, and a JWT past its expiry there is refused (see
+    ``_FIRST_USE``: no replica's clock decides when a key is forgotten). Its size is bounded by time (accepted JWTs
+    per second x the acceptance window), each key about 100 bytes."""
 
     def __init__(self, redis: str | Redis, *, prefix: str = "mcpkit:replay:") -> None:
         super().__init__(redis, prefix)
+        self._first_use = self.redis.register_script(_FIRST_USE)
 
     async def first_use(self, key: str, issued_at: float, expires_at: float) -> bool:
-        ttl = int((expires_at - time.time()) * 1000)
-        if ttl <= 0:
-            return True  # no longer acceptable anyway: the caller's time check refuses it
-        return bool(await self.redis.set(self.prefix + key, b"1", nx=True, px=ttl))
+        return bool(await self._first_use(keys=[self.prefix + key], args=[int(expires_at * 1000)]))

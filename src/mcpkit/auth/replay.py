@@ -22,7 +22,11 @@ class ReplayCache(Protocol):
 
     async def first_use(self, key: str, issued_at: float, expires_at: float) -> bool:
         """Record ``key`` (a JWT issued at ``issued_at`` and acceptable until ``expires_at``, epoch seconds);
-        False when it was recorded before, or when the cache can no longer tell (the JWT must then be refused)."""
+        False when it was recorded before, or when the cache can no longer tell (the JWT must then be refused).
+
+        The cache judges ``expires_at`` on one clock of its own (a shared cache: its server's), never the caller's:
+        it keeps a key until then, and refuses a JWT past it (a replica whose clock is behind still accepts that
+        JWT, and the key of its first use may be forgotten already)."""
         ...
 
 
@@ -61,7 +65,7 @@ class InMemoryReplayCache:
         if key in self._entries or issued_at <= self.floor:
             return False
         if expires_at <= now:
-            return True  # no longer acceptable anyway: the caller's time check refuses it; nothing to remember
+            return False  # past its expiry: were it used before, its key is forgotten (the cache can no longer tell)
         while len(self._entries) >= self.max_entries:
             oldest = next(iter(self._entries))
             old_issued, old_expires = self._entries.pop(oldest)
