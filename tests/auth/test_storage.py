@@ -142,6 +142,35 @@ async def test_refresh_tokens_without_an_expiry_are_bounded_in_count(
         make_auth_storage(max_refresh_tokens=0)
 
 
+@pytest.mark.parametrize("make_auth_storage", ["redis", "postgres"], indirect=True)
+async def test_a_refresh_token_saved_again_with_an_expiry_no_longer_counts_among_the_unexpiring_ones(
+    make_auth_storage: StorageMaker,  # noqa: F811
+) -> None:
+    """A token kept without an expiry, then saved again with one, leaves the ``max_refresh_tokens`` unexpiring ones:
+    two more fit under a bound of two and nothing goes (still counted, it made PostgreSQL evict the older of the two,
+    and Redis evict the token itself, expiry and all), and the bound holds after (a third evicts the oldest)."""
+    storage = make_auth_storage(max_refresh_tokens=2)
+    tokens = [secrets.token_urlsafe(32) for _ in range(5)]
+
+    async def save(token: str, expires_at: float | None) -> None:
+        await storage.save_refresh(token, _Refresh("c", ["s"], None, "u", expires_at, "fam"))
+        await asyncio.sleep(0.01)  # (a storage orders saves by its clock: two never tie)
+
+    async def kept() -> list[int]:
+        return [i for i, token in enumerate(tokens) if await storage.peek_refresh(token) is not None]
+
+    await save(tokens[0], None)
+    await save(tokens[0], time.time() + 60)
+    await save(tokens[1], None)
+    await save(tokens[2], None)
+    assert await kept() == [0, 1, 2]
+    await save(tokens[3], None)
+    assert await kept() == [0, 2, 3]
+    await save(tokens[2], time.time() + 60)
+    await save(tokens[4], None)
+    assert await kept() == [0, 2, 3, 4]
+
+
 class _Clock:
     """A replica's clock ``offset`` seconds off: what the storage's module reads as ``time`` while that replica
     calls it (its other functions are the real ones)."""

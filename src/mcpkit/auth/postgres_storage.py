@@ -168,14 +168,17 @@ class PostgresAuthStorage(_PostgresHolder):
         owner: str | None = None,
         stamped: bool = False,
         size: int = 0,
-    ) -> None:
+        over_stamped: bool = True,
+    ) -> bool:
         """Keep (or replace) a row expiring ``expires_in`` seconds from now (None: never); ``stamped``: its stamp
-        is now (the order its kind is trimmed in)."""
+        is now (the order its kind is trimmed in). Without ``over_stamped``, a stamped row of the key is left as it
+        is (False: nothing kept)."""
         stamp = "clock_timestamp()" if stamped else "NULL"
-        await db.execute(
+        kept = await db.fetchval(
             f"INSERT INTO {self.table} AS t (kind, key, value, owner, size, stamp, expires_at) VALUES ($1, $2, $3, $4, "
             f"$5, {stamp}, {_at('$6')}) ON CONFLICT (kind, key) DO UPDATE SET value = EXCLUDED.value, owner = "
-            "EXCLUDED.owner, size = EXCLUDED.size, stamp = EXCLUDED.stamp, expires_at = EXCLUDED.expires_at",
+            "EXCLUDED.owner, size = EXCLUDED.size, stamp = EXCLUDED.stamp, expires_at = EXCLUDED.expires_at"
+            f"{'' if over_stamped else ' WHERE t.stamp IS NULL'} RETURNING 1",
             kind,
             key,
             value,
@@ -183,6 +186,7 @@ class PostgresAuthStorage(_PostgresHolder):
             size,
             expires_in,
         )
+        return kept is not None
 
     async def _trim(self, db: Any, kind: str, most: int) -> None:
         """Keep the ``most`` rows of ``kind`` stamped last (the rows without a stamp are not counted)."""
@@ -198,10 +202,19 @@ class PostgresAuthStorage(_PostgresHolder):
     ) -> None:
         """A row that expires at ``expires_at``. Without an expiry it is stamped and counted (the row ``count`` of
         its kind, kept in the same transaction as every change of such a row), and past ``max_refresh_tokens`` the
-        oldest go: an index scan of the few rows that go, never a count of the 100,000 kept."""
+        oldest go: an index scan of the few rows that go, never a count of the 100,000 kept. A row with an expiry
+        never overwrites a counted one: that one is deleted first, off the count in the same statement."""
         if expires_at is not None:
             async with self._db() as db:
-                await self._put(db, kind, key, value, _left(expires_at), owner=owner)
+                if not await self._put(db, kind, key, value, _left(expires_at), owner=owner, over_stamped=False):
+                    await db.execute(
+                        f"WITH gone AS (DELETE FROM {self.table} WHERE kind = $1 AND key = $2 AND stamp IS NOT NULL "
+                        f"RETURNING stamp) {_uncount(self.table, '$1')} SELECT 1",
+                        kind,
+                        key,
+                    )
+                    # (kept unless the key was saved without an expiry again meanwhile: that save is then the later)
+                    await self._put(db, kind, key, value, _left(expires_at), owner=owner, over_stamped=False)
             await self._sweep()
             return
         async with self._db(lock=kind) as db:

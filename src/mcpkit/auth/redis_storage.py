@@ -106,6 +106,14 @@ return 1
 """
 )
 
+# KEYS: the token's key, the set of unexpiring refresh tokens; ARGV: the record, its lifetime (ms), the digest. A token
+# saved with an expiry leaves that set (kept without one before, it is no longer counted, nor evicted at the bound).
+_SAVE_EXPIRING = """
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZREM', KEYS[2], ARGV[3])
+return 1
+"""
+
 # KEYS: a set ordered by use (self-registered clients); ARGV: the member just used. Its use now, if it is in the set
 # (ZADD XX: never adds one: a pre-registered or evicted client stays out).
 _TOUCH = (
@@ -302,6 +310,7 @@ class RedisAuthStorage(_RedisHolder):
         self._save_dynamic = self.redis.register_script(_SAVE_DYNAMIC)
         self._take_refresh = self.redis.register_script(_TAKE_REFRESH)
         self._save_unexpiring = self.redis.register_script(_SAVE_UNEXPIRING)
+        self._save_expiring = self.redis.register_script(_SAVE_EXPIRING)
         self._touch = self.redis.register_script(_TOUCH)
         self._put_bounded = self.redis.register_script(_PUT_BOUNDED)
         self._put_upstream = self.redis.register_script(_PUT_UPSTREAM)
@@ -372,19 +381,14 @@ class RedisAuthStorage(_RedisHolder):
         return _Code(**orjson.loads(raw)) if raw else None
 
     async def save_refresh(self, token: str, data: _Refresh) -> None:
-        key = self._secret_key("refresh", token)
+        keys = [self._secret_key("refresh", token), self._key("refresh-unexpiring", "all")]
+        record = orjson.dumps(asdict(data))
         if data.expires_at is not None:
-            await self.redis.set(key, orjson.dumps(asdict(data)), px=self._ttl_ms(data.expires_at))
+            await self._save_expiring(keys=keys, args=[record, _ttl(data.expires_at), _digest(token)])
             return
         # no expiry (refresh_token_ttl=None): counted, and past max_refresh_tokens the least recently issued go
-        keys = [key, self._key("refresh-unexpiring", "all")]
-        record, prefix = orjson.dumps(asdict(data)), self._key("refresh-sha256", "")
-        args: list[bytes | str | int] = [
-            record,
-            _digest(token),
-            self.max_refresh_tokens,
-            prefix,
-        ]
+        prefix = self._key("refresh-sha256", "")
+        args: list[bytes | str | int] = [record, _digest(token), self.max_refresh_tokens, prefix]
         await self._save_unexpiring(keys=keys, args=args)
 
     async def _take_refresh_record(self, token: str, jkt: str | None, check: bool) -> _Refresh | None:
