@@ -30,17 +30,19 @@ import hashlib
 import time
 from collections.abc import AsyncIterator
 from dataclasses import asdict
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
-from ..stores.postgres.connection import DEFAULT_TIMEOUT, PostgresConnection, delete_expired, postgres_for
+from ..stores.postgres.connection import DEFAULT_TIMEOUT, PostgresConnection
+from ..stores.postgres.swept import SweptTable
 from .storage import ClientRecord, _Code, _Refresh, check_shared_bounds
 
 __all__ = ["MAX_SWEEP", "PostgresAuthStorage", "PostgresReplayCache"]
 
 #: Expired rows one clean-up deletes at most. A clean-up runs at most every ``sweep_every`` seconds per worker; one
-#: that found a full batch lets the next write sweep again at once, so the clean-up keeps pace with any write rate.
+#: that found a full batch lets the next write sweep again at once, so the clean-up keeps pace with any write rate
+#: (:class:`~mcpkit.stores.postgres.swept.SweptTable`).
 MAX_SWEEP = 500
 
 _ALIVE = "(expires_at IS NULL OR expires_at > clock_timestamp())"
@@ -81,21 +83,26 @@ def _left(expires_at: float | None, now: float | None = None) -> float | None:
     return None if expires_at is None else expires_at - (time.time() if now is None else now)
 
 
-class _PostgresHolder:
-    """A connection given, or made from a URL (and then closed by :meth:`aclose`), the table, and its sweep."""
+class _PostgresHolder(SweptTable):
+    """The table ``<prefix>oauth``, made on first use, on a connection given or made from a URL, and its sweep."""
+
+    swept_name: ClassVar[str] = "oauth"
+    swept_keys: ClassVar[str] = "kind, key"
+    swept_most: ClassVar[int] = MAX_SWEEP
+    swept_what: ClassVar[str] = "OAuth storage"
 
     def __init__(self, postgres: str | PostgresConnection, prefix: str, timeout: float, sweep_every: float) -> None:
-        self.conn: PostgresConnection
-        self.conn, self._owns = postgres_for(postgres, prefix=prefix, timeout=timeout)
-        self.table: str = self.conn.table("oauth")
-        self.sweep_every: float = sweep_every
+        super().__init__(postgres, prefix=prefix, timeout=timeout, sweep_every=sweep_every)
         self._layout = _ddl(self.table, self.conn.prefix + "oauth")
+
+    def _connection(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        return self._db()
 
     @contextlib.asynccontextmanager
     async def _db(self, *, lock: str | None = None) -> AsyncIterator[Any]:
         """A pooled connection (the table made on first use); with ``lock``, inside a transaction holding the
         advisory lock of that kind (its count and trim are then one step for every replica)."""
-        async with self.conn.acquire("OAuth storage") as db:
+        async with self.conn.acquire(self.swept_what) as db:
             await self.conn.ensure(db, "oauth", self._layout)
             if lock is None:
                 yield db
@@ -103,23 +110,6 @@ class _PostgresHolder:
             async with db.transaction():
                 await db.execute("SELECT pg_advisory_xact_lock(hashtext($1))", f"{self.table} {lock}")
                 yield db
-
-    async def sweep(self) -> int:
-        """Delete at most :data:`MAX_SWEEP` expired rows now; how many went."""
-        async with self._db() as db:
-            gone = await delete_expired(db, self.table, "kind, key", MAX_SWEEP)
-        if gone >= MAX_SWEEP:
-            self.conn.sweep_soon(self.table)
-        return gone
-
-    async def _sweep(self) -> None:
-        if self.conn.sweep_due(self.table, self.sweep_every):
-            await self.sweep()
-
-    async def aclose(self) -> None:
-        """Close the connection if it was made here from a URL (one given is the caller's to close)."""
-        if self._owns:
-            await self.conn.aclose()
 
 
 class PostgresAuthStorage(_PostgresHolder):
