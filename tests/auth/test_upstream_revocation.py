@@ -235,15 +235,17 @@ async def test_revocation_records_are_bounded_leased_and_taken_over_once(
     it is gone; expired, it is forgotten."""
     assert MAX_REVOCATION_RECORDS == 10_000
     storage = make_auth_storage()
-    await storage.drop_revocation("none")  # (connected first: the leases below last 0.3 s from now)
+    await storage.drop_revocation("none")  # (connected first: the leases below last 2 s from now)
+    # (2 s: five PostgreSQL transactions, each with its advisory lock, took longer than the 0.3 s it was under a
+    # load of 35, and the leases had ended before the first claim)
     now = time.time()
     for i in range(3):
-        assert await storage.put_revocation(f"k{i}", b"sealed%d" % i, now + 0.3, now + 60, 3)
-    assert not await storage.put_revocation("k3", b"sealed3", now + 0.3, now + 60, 3)  # the bound
-    assert await storage.put_revocation("k0", b"again", now + 0.3, now + 60, 3)  # (the same record again)
-    assert await storage.put_revocation("gone", b"x", now + 0.3, now + 0.35, 10)  # forgotten at its end
+        assert await storage.put_revocation(f"k{i}", b"sealed%d" % i, now + 2, now + 60, 3)
+    assert not await storage.put_revocation("k3", b"sealed3", now + 2, now + 60, 3)  # the bound
+    assert await storage.put_revocation("k0", b"again", now + 2, now + 60, 3)  # (the same record again)
+    assert await storage.put_revocation("gone", b"x", now + 2, now + 2.05, 10)  # forgotten at its end
     assert await storage.claim_revocations(time.time(), time.time() + 5, 10) == []  # all leased
-    await asyncio.sleep(0.4)
+    await asyncio.sleep(max(0.0, now + 2.2 - time.time()))
     await storage.renew_revocations(["k2"], time.time() + 5)  # its replica lives
     first = await storage.claim_revocations(time.time(), time.time() + 5, 1)
     second = await storage.claim_revocations(time.time(), time.time() + 5, 10)
