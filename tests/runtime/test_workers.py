@@ -115,32 +115,39 @@ async def test_run_in_executor_uses_the_installed_pool() -> None:
 
 
 async def test_settle_waits_for_work_in_flight_without_blocking_the_loop_and_no_longer_than_the_grace() -> None:
-    pool = WorkerPool(grace=0.4)
+    # Counted in events, not in loop turns: the work in flight ends only when a task of the loop releases it, so
+    # settle answers True only if it waited for the work AND let the loop run meanwhile (blocking the loop, it would
+    # spend the whole grace, which no loaded machine's lateness reaches, and answer False).
+    pool = WorkerPool(grace=30)
     try:
-        pool.submit(time.sleep, 0.15)
-        ticks = 0
+        first = threading.Event()
+        job = pool.submit(first.wait, 10)
 
-        async def tick() -> None:
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.01)
-                ticks += 1
+        async def release_once_settle_waits() -> None:
+            await asyncio.sleep(0.05)
+            first.set()
 
-        ticker = asyncio.ensure_future(tick())
-        t0 = time.monotonic()
+        releaser = asyncio.ensure_future(release_once_settle_waits())
         assert await pool.settle() is True
-        assert 0.1 < time.monotonic() - t0 < 0.4 and ticks >= 5  # (the loop ran meanwhile)
-        release = threading.Event()
+        ended = time.monotonic()
+        assert releaser.done() and job.done() and job.result() is True  # (released by the loop, then awaited)
+        assert pool.begin_grace() >= ended + 30  # the grace settle began ended unspent: a later one is whole
+    finally:
+        pool.shutdown(wait=False)
+    pool = WorkerPool(grace=1.0)
+    release = threading.Event()
+    try:
         pool.submit(release.wait, 10)
         t0 = time.monotonic()
-        assert await pool.settle() is False  # (a grace of its own: the first one ended unspent)
-        assert 0.35 < time.monotonic() - t0 < 1.5
-        ticker.cancel()
+        assert await pool.settle() is False
+        # all of the grace (it ends by time.monotonic, from within settle), and at the most the grace and the loop's
+        # lateness, never the work's own 10 s
+        assert 1.0 <= time.monotonic() - t0 < 5
         t0 = time.monotonic()
         pool.shutdown(wait=True)  # the grace was spent in settle: nothing more is waited for
-        assert time.monotonic() - t0 < 0.2
-        release.set()
+        assert time.monotonic() - t0 < 0.5  # (not a second grace of 1 s)
     finally:
+        release.set()
         pool.shutdown(wait=False)
 
 
