@@ -1,3 +1,6 @@
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+
 // Data shared by ts_server.mjs and ts_server_v2.mjs (no SDK imports): the "everything"
 // surface of examples/everything.py, sized for client tests.
 
@@ -81,8 +84,8 @@ export const ASK_NAME_SCHEMA = {
     required: ['name']
 };
 
-/** Parse --http/--sse/--port/--host/--stdio style args shared by both servers. */
-export function serverArgs(argv) {
+/** Parse --http/--sse/--port/--host/--stdio style args shared by both servers; --help prints `usage` and exits. */
+export function serverArgs(argv, usage) {
     const o = { http: false, port: 0, host: '127.0.0.1', path: '/mcp', json: false };
     for (let i = 0; i < argv.length; i++) {
         const a = argv[i];
@@ -95,7 +98,10 @@ export function serverArgs(argv) {
         else if (a === '--json-response') o.json = true;
         else if (a === '--stateless') o.stateless = true;
         else if (a === '--legacy') o.legacy = argv[++i];
-        else if (a === '--help') o.help = true;
+        else if (a === '--help') {
+            process.stderr.write(usage + '\n');
+            process.exit(0);
+        }
         else throw new Error(`unknown argument: ${a}`);
     }
     return o;
@@ -133,4 +139,50 @@ export function stopOnSignals(http, transports, first) {
     };
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
+}
+
+/** A node:http server on `host`:`port` whose requests go to `handle(req, res, url)`; a request for a path not in
+ *  `paths` is answered 404, and a handler that throws 500 (logged on stderr). Announces paths[0] once listening. */
+export function serveHttp({ host, port }, paths, handle) {
+    const http = createServer(async (req, res) => {
+        try {
+            const url = new URL(req.url, 'http://localhost');
+            if (!paths.includes(url.pathname)) {
+                res.writeHead(404).end('not found');
+                return;
+            }
+            await handle(req, res, url);
+        } catch (e) {
+            process.stderr.write(`http error: ${e?.stack ?? e}\n`);
+            if (!res.headersSent) res.writeHead(500).end(String(e));
+        }
+    });
+    http.listen(port, host, () => announce(http, paths[0]));
+    return http;
+}
+
+/** The JSON-RPC error both servers answer (404) a request naming a session they do not know with. */
+export const SESSION_NOT_FOUND = { jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null };
+
+/**
+ * The sessionful Streamable HTTP transport for a request with session id `sid` (undefined: none), from `sessions`
+ * (id -> transport); without an id, a new one of class `Transport` (either SDK's), which `connect(transport)` connects
+ * to a server and which leaves `sessions` when it closes (then what `connect` returned, if a function, is called).
+ * Returns undefined for an id `sessions` does not hold.
+ */
+export async function sessionTransport(sessions, sid, Transport, json, connect) {
+    if (sid) return sessions.get(sid);
+    let closed;
+    const transport = new Transport({
+        sessionIdGenerator: () => randomUUID(),
+        enableJsonResponse: json,
+        onsessioninitialized: (id) => sessions.set(id, transport)
+    });
+    // (before connect: the SDK's server chains the onclose it finds)
+    transport.onclose = () => {
+        if (transport.sessionId) sessions.delete(transport.sessionId);
+        if (typeof closed === 'function') closed();
+    };
+    closed = await connect(transport);
+    return transport;
 }

@@ -7,47 +7,13 @@
 // createMcpHandler (modern per-request; legacy traffic stateless by default, or
 // --legacy sessionful for a sessionful 2025 Streamable HTTP leg, or --legacy reject).
 // See README.md in this directory.
-import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:http';
 import * as z from 'zod';
-import {
-    completable,
-    createMcpHandler,
-    inputRequired,
-    inputResponse,
-    isLegacyRequest,
-    McpServer,
-    ProtocolError,
-    ResourceTemplate,
-    WebStandardStreamableHTTPServerTransport
-} from '@modelcontextprotocol/server';
+import { completable, createMcpHandler, inputRequired, inputResponse, isLegacyRequest, McpServer, ProtocolError, ResourceTemplate, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
-import {
-    announce,
-    ASK_NAME_SCHEMA,
-    completeFrom,
-    COUNTER_URI,
-    GREET_STYLES,
-    greetText,
-    ITEM_IDS,
-    ITEM_TEMPLATE,
-    LOG_LEVELS,
-    PNG_1X1,
-    serverArgs,
-    SERVER_INSTRUCTIONS,
-    STATIC_COUNT,
-    staticContents,
-    staticPage,
-    staticUri,
-    state,
-    stopOnSignals
-} from './_fixtures.mjs';
+import { ASK_NAME_SCHEMA, LOG_LEVELS, serverArgs, SERVER_INSTRUCTIONS, SESSION_NOT_FOUND, serveHttp, sessionTransport, stopOnSignals } from './_fixtures.mjs';
+import { registerSurface, text } from './_surface.mjs';
 
-const opts = serverArgs(process.argv.slice(2));
-if (opts.help) {
-    process.stderr.write('usage: ts_server_v2.mjs [--stdio | --http [--port N] [--host H] [--path /mcp] [--legacy stateless|sessionful|reject] [--json-response]]\n');
-    process.exit(0);
-}
+const opts = serverArgs(process.argv.slice(2), 'usage: ts_server_v2.mjs [--stdio | --http [--port N] [--host H] [--path /mcp] [--legacy stateless|sessionful|reject] [--json-response]]');
 
 /** Live legacy instances (stdio, or sessionful HTTP) for resources/updated fan-out: {mcp, subscriptions}. */
 const liveLegacy = new Set();
@@ -57,10 +23,6 @@ const dynamicTools = new Set();
 let httpNotify;
 /** stdio instances (either era): change notifications route through their channel. */
 const stdioInstances = new Set();
-
-function text(t) {
-    return { content: [{ type: 'text', text: t }] };
-}
 
 function registerDynamic(mcp, name) {
     try {
@@ -90,6 +52,81 @@ async function announceResourceUpdated(uri) {
     }
 }
 
+/** What _surface.mjs needs of SDK v2, and the tools this server writes its own way. sample / ask_name / roots are
+ *  written once as multi-round-trip handlers: on 2026-07-28 the client fulfils input_required; on the 2025 era the
+ *  SDK's shim sends real requests. */
+const SDK = {
+    schema: (shape) => z.object(shape),
+    ResourceTemplate,
+    optionalCompletable: (complete) => completable(z.string(), complete).optional(),
+    call: (ctx) => ({ signal: ctx.mcpReq.signal, progressToken: ctx.mcpReq._meta?.progressToken, notify: (n) => ctx.mcpReq.notify(n) }),
+    cancelled: () => new ProtocolError(-32603, 'cancelled'),
+    resourceUpdated: announceResourceUpdated,
+    listResources(mcp, page) {
+        mcp.server.setRequestHandler('resources/list', async (req) => {
+            try {
+                return page(req.params?.cursor);
+            } catch (e) {
+                throw new ProtocolError(-32602, e.message);
+            }
+        });
+    },
+    ownTools: (mcp) => ({
+        sample: [
+            { description: "Ask the client's LLM (sampling/createMessage)", inputSchema: z.object({ prompt: z.string() }) },
+            async ({ prompt }, ctx) => {
+                const r = inputResponse(ctx.mcpReq.inputResponses, 'sample');
+                if (r.kind === 'sampling') {
+                    const c = r.result.content;
+                    return text(c?.type === 'text' ? c.text : JSON.stringify(c));
+                }
+                return inputRequired({
+                    inputRequests: { sample: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: prompt } }], maxTokens: 100 }) }
+                });
+            }
+        ],
+        ask_name: [
+            { description: 'Elicit {name} from the user' },
+            async (ctx) => {
+                const r = inputResponse(ctx.mcpReq.inputResponses, 'name');
+                if (r.kind === 'elicit') {
+                    if (r.action === 'accept' && r.content?.name !== undefined) return text(`Hello, ${r.content.name}!`);
+                    return text(`elicitation ${r.action}`);
+                }
+                return inputRequired({ inputRequests: { name: inputRequired.elicit({ message: 'What is your name?', requestedSchema: ASK_NAME_SCHEMA }) } });
+            }
+        ],
+        roots: [
+            { description: "List the client's roots" },
+            async (ctx) => {
+                const r = inputResponse(ctx.mcpReq.inputResponses, 'roots');
+                if (r.kind === 'roots') return text(JSON.stringify(r.roots));
+                return inputRequired({ inputRequests: { roots: inputRequired.listRoots() } });
+            }
+        ],
+        add_tool: [
+            { description: 'Register a tool at run time (tools/list_changed)', inputSchema: z.object({ name: z.string() }) },
+            async ({ name }) => {
+                if (dynamicTools.has(name)) return text(`exists ${name}`);
+                dynamicTools.add(name);
+                registerDynamic(mcp, name); // McpServer emits notifications/tools/list_changed for this instance
+                await announceToolsChanged(mcp, name);
+                return text(`added ${name}`);
+            }
+        ],
+        log: [
+            {
+                description: 'Emit a log message (notifications/message), honouring the requested log level',
+                inputSchema: z.object({ level: z.enum(LOG_LEVELS).default('info'), message: z.string() })
+            },
+            async ({ level, message }, ctx) => {
+                await ctx.mcpReq.log(level, message, 'ts-server-v2');
+                return text(`logged ${level}`);
+            }
+        ]
+    })
+};
+
 function buildServer(era) {
     const mcp = new McpServer(
         { name: 'ts-interop-server-v2', version: '2.4' },
@@ -105,147 +142,8 @@ function buildServer(era) {
         }
     );
     const entry = { mcp, era, subscriptions: new Set() };
-
-    // ---- tools ----
-    mcp.registerTool('echo', { description: 'Echo the text back', inputSchema: z.object({ text: z.string() }) }, async ({ text: t }) => text(t));
-
-    mcp.registerTool(
-        'add',
-        {
-            description: 'Add two integers',
-            inputSchema: z.object({ a: z.number().int(), b: z.number().int() }),
-            outputSchema: z.object({ result: z.number().int() })
-        },
-        async ({ a, b }) => ({ content: [{ type: 'text', text: String(a + b) }], structuredContent: { result: a + b } })
-    );
-
-    mcp.registerTool(
-        'slow',
-        {
-            description: 'Sleep steps x delay_ms, reporting progress when asked; stops when cancelled',
-            inputSchema: z.object({ steps: z.number().int().min(0).default(5), delay_ms: z.number().int().min(0).default(100) })
-        },
-        async ({ steps, delay_ms }, ctx) => {
-            const signal = ctx.mcpReq.signal;
-            const token = ctx.mcpReq._meta?.progressToken;
-            for (let i = 1; i <= steps; i++) {
-                await new Promise((resolve) => {
-                    const t = setTimeout(resolve, delay_ms);
-                    signal.addEventListener('abort', () => {
-                        clearTimeout(t);
-                        resolve();
-                    }, { once: true });
-                });
-                if (signal.aborted) {
-                    state.cancelledSlow++;
-                    process.stderr.write(`slow: cancelled at step ${i}\n`);
-                    throw new ProtocolError(-32603, 'cancelled');
-                }
-                if (token !== undefined) {
-                    await ctx.mcpReq.notify({
-                        method: 'notifications/progress',
-                        params: { progressToken: token, progress: i, total: steps, message: `step ${i}/${steps}` }
-                    });
-                }
-            }
-            state.completedSlow++;
-            return text(`done after ${steps} steps`);
-        }
-    );
-
-    mcp.registerTool('fail', { description: 'Always fails with isError: true' }, async () => ({
-        content: [{ type: 'text', text: 'this tool always fails' }],
-        isError: true
-    }));
-
-    // sample / ask_name / roots are written once as multi-round-trip handlers: on 2026-07-28 the
-    // client fulfils input_required; on the 2025 era the SDK's shim sends real requests.
-    mcp.registerTool('sample', { description: "Ask the client's LLM (sampling/createMessage)", inputSchema: z.object({ prompt: z.string() }) }, async ({ prompt }, ctx) => {
-        const r = inputResponse(ctx.mcpReq.inputResponses, 'sample');
-        if (r.kind === 'sampling') {
-            const c = r.result.content;
-            return text(c?.type === 'text' ? c.text : JSON.stringify(c));
-        }
-        return inputRequired({
-            inputRequests: { sample: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: prompt } }], maxTokens: 100 }) }
-        });
-    });
-
-    mcp.registerTool('ask_name', { description: 'Elicit {name} from the user' }, async (ctx) => {
-        const r = inputResponse(ctx.mcpReq.inputResponses, 'name');
-        if (r.kind === 'elicit') {
-            if (r.action === 'accept' && r.content?.name !== undefined) return text(`Hello, ${r.content.name}!`);
-            return text(`elicitation ${r.action}`);
-        }
-        return inputRequired({ inputRequests: { name: inputRequired.elicit({ message: 'What is your name?', requestedSchema: ASK_NAME_SCHEMA }) } });
-    });
-
-    mcp.registerTool('roots', { description: "List the client's roots" }, async (ctx) => {
-        const r = inputResponse(ctx.mcpReq.inputResponses, 'roots');
-        if (r.kind === 'roots') return text(JSON.stringify(r.roots));
-        return inputRequired({ inputRequests: { roots: inputRequired.listRoots() } });
-    });
-
-    mcp.registerTool(
-        'touch',
-        { description: 'Change a subscribable resource (mcpkit://counter)', inputSchema: z.object({ uri: z.string().default(COUNTER_URI) }) },
-        async ({ uri }) => {
-            state.counter++;
-            await announceResourceUpdated(uri);
-            return text(`counter=${state.counter}`);
-        }
-    );
-
-    mcp.registerTool('add_tool', { description: 'Register a tool at run time (tools/list_changed)', inputSchema: z.object({ name: z.string() }) }, async ({ name }) => {
-        if (dynamicTools.has(name)) return text(`exists ${name}`);
-        dynamicTools.add(name);
-        registerDynamic(mcp, name); // McpServer emits notifications/tools/list_changed for this instance
-        await announceToolsChanged(mcp, name);
-        return text(`added ${name}`);
-    });
-
-    mcp.registerTool(
-        'log',
-        {
-            description: 'Emit a log message (notifications/message), honouring the requested log level',
-            inputSchema: z.object({ level: z.enum(LOG_LEVELS).default('info'), message: z.string() })
-        },
-        async ({ level, message }, ctx) => {
-            await ctx.mcpReq.log(level, message, 'ts-server-v2');
-            return text(`logged ${level}`);
-        }
-    );
-
-    mcp.registerTool('image', { description: 'Return a 1x1 PNG' }, async () => ({ content: [{ type: 'image', data: PNG_1X1, mimeType: 'image/png' }] }));
-
-    mcp.registerTool('stats', { description: 'Process-wide counters (slow completed/cancelled, counter)' }, async () => ({
-        content: [{ type: 'text', text: JSON.stringify(state) }],
-        structuredContent: { ...state }
-    }));
-
+    registerSurface(mcp, SDK);
     for (const name of dynamicTools) registerDynamic(mcp, name);
-
-    // ---- resources ----
-    for (let n = 1; n <= STATIC_COUNT; n++) {
-        mcp.registerResource(`static-${n}`, staticUri(n), {}, async () => ({ contents: [staticContents(n)] }));
-    }
-    mcp.registerResource('counter', COUNTER_URI, { mimeType: 'text/plain', description: 'subscribable; changed by touch' }, async (uri) => ({
-        contents: [{ uri: uri.href, mimeType: 'text/plain', text: String(state.counter) }]
-    }));
-    mcp.registerResource(
-        'item',
-        new ResourceTemplate(ITEM_TEMPLATE, { list: undefined, complete: { id: (value) => completeFrom(ITEM_IDS, value) } }),
-        { mimeType: 'application/json', description: 'JSON item by id' },
-        async (uri, { id }) => ({ contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify({ id, name: `item ${id}` }) }] })
-    );
-    // Paginated listing (10 a page) replaces McpServer's single-page list.
-    mcp.server.setRequestHandler('resources/list', async (req) => {
-        try {
-            return staticPage(req.params?.cursor, [{ uri: COUNTER_URI, name: 'counter', mimeType: 'text/plain' }]);
-        } catch (e) {
-            throw new ProtocolError(-32602, e.message);
-        }
-    });
     if (era === 'legacy') {
         mcp.server.setRequestHandler('resources/subscribe', async (req) => {
             entry.subscriptions.add(req.params.uri);
@@ -256,23 +154,6 @@ function buildServer(era) {
             return {};
         });
     }
-
-    // ---- prompts ----
-    mcp.registerPrompt('simple', { description: 'A prompt without arguments' }, async () => ({
-        messages: [{ role: 'user', content: { type: 'text', text: 'This is a simple prompt.' } }]
-    }));
-    mcp.registerPrompt(
-        'greet',
-        {
-            description: 'Greet someone; style completes to formal/friendly/funny',
-            argsSchema: z.object({ name: z.string(), style: completable(z.string(), (value) => completeFrom(GREET_STYLES, value)).optional() })
-        },
-        async ({ name, style }) => ({ messages: [{ role: 'user', content: { type: 'text', text: greetText(name, style) } }] })
-    );
-    mcp.registerPrompt('with_resource', { description: 'Embeds static resource n', argsSchema: z.object({ n: z.string() }) }, async ({ n }) => ({
-        messages: [{ role: 'user', content: { type: 'resource', resource: staticContents(Number(n)) } }]
-    }));
-
     return entry;
 }
 
@@ -340,43 +221,21 @@ if (!opts.http) {
     // Optional sessionful 2025 leg, routed with the SDK's own classifier.
     const sessions = new Map();
     async function sessionfulLegacy(request) {
-        const sid = request.headers.get('mcp-session-id');
-        let transport = sid ? sessions.get(sid) : undefined;
-        if (!transport) {
-            if (sid) return Response.json({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }, { status: 404 });
+        const transport = await sessionTransport(sessions, request.headers.get('mcp-session-id'), WebStandardStreamableHTTPServerTransport, opts.json, async (t) => {
             const entry = buildServer('legacy');
-            transport = new WebStandardStreamableHTTPServerTransport({
-                sessionIdGenerator: () => randomUUID(),
-                enableJsonResponse: opts.json,
-                onsessioninitialized: (id) => sessions.set(id, transport)
-            });
-            transport.onclose = () => {
-                if (transport.sessionId) sessions.delete(transport.sessionId);
-                liveLegacy.delete(entry);
-            };
             liveLegacy.add(entry);
-            await entry.mcp.connect(transport);
-        }
-        return transport.handleRequest(request);
+            await entry.mcp.connect(t);
+            return () => liveLegacy.delete(entry);
+        });
+        return transport ? transport.handleRequest(request) : Response.json(SESSION_NOT_FOUND, { status: 404 });
     }
 
-    const http = createServer(async (req, res) => {
-        try {
-            const url = new URL(req.url, 'http://localhost');
-            if (url.pathname !== opts.path) {
-                res.writeHead(404).end('not found');
-                return;
-            }
-            const request = await toWebRequest(req, res);
-            let response;
-            if (legacyMode === 'sessionful' && (await isLegacyRequest(request))) response = await sessionfulLegacy(request);
-            else response = await handler.fetch(request);
-            await sendWebResponse(res, response);
-        } catch (e) {
-            process.stderr.write(`http error: ${e?.stack ?? e}\n`);
-            if (!res.headersSent) res.writeHead(500).end(String(e));
-        }
+    const http = serveHttp(opts, [opts.path], async (req, res) => {
+        const request = await toWebRequest(req, res);
+        let response;
+        if (legacyMode === 'sessionful' && (await isLegacyRequest(request))) response = await sessionfulLegacy(request);
+        else response = await handler.fetch(request);
+        await sendWebResponse(res, response);
     });
-    http.listen(opts.port, opts.host, () => announce(http, opts.path));
     stopOnSignals(http, sessions, () => handler.close());
 }
