@@ -1,10 +1,12 @@
-"""Several worker PROCESSES, one redis-server, one MCP endpoint: a change made through worker A reaches the clients
-held by worker B, in both eras, and what one worker seals (list cursors) another opens.
+"""Several worker PROCESSES, one store, one MCP endpoint, each test run over Redis (redis-server) and over PostgreSQL:
+a change made through worker A reaches the clients held by worker B, in both eras, what one worker seals (list
+cursors) another opens, and a handshake session made on one continues on the other (its GET stream resumed there).
 
-Workers are launched two ways: ``python tests/support/store_server.py worker redis <url> <port> <name>`` (uvicorn +
-``create_app(fanout=RedisFanout(...))`` with a ``RedisEventStore``, the fan-out started by the ASGI lifespan) and
-``mcpkit run <file> --transport http`` on a server file that calls ``app.set_fanout(RedisFanout(...))`` (started by
-the app's lifespan too, or else by the first session or listen stream).
+Workers are launched two ways: ``python tests/support/store_server.py worker redis|postgres <url> <port> <name>``
+(uvicorn + ``create_app`` given the backend's fan-out and event store, and its session store: the fan-out started by
+the ASGI lifespan) and ``mcpkit run <file> --transport http`` (Redis: a server file that calls
+``app.set_fanout(RedisFanout(...))``, started by the app's lifespan too, or else by the first session or listen
+stream; PostgreSQL: ``--postgres <url>``, the stores built by ``create_app`` from the configuration).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
@@ -29,9 +32,8 @@ from mcpkit.stores.log import position_order
 from mcpkit.transports.http import StreamableHTTPClientTransport
 from support.mcp_http import ACCEPT_BOTH, initialize_body
 from support.paths import TESTS
+from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
 from support.redis_server import _free_port, redis_url  # noqa: F401  (the session fixture)
-
-pytestmark = pytest.mark.redis
 
 WORKER = [sys.executable, str(TESTS / "support" / "store_server.py"), "worker"]
 
@@ -110,23 +112,33 @@ def workers_on(backend: str, style: str, url: str, tmp: Path) -> Iterator[dict[s
                 proc.stdout.close()
 
 
-# Module-scoped: every test opens its own sessions, so the two workers can serve them all (starting a worker
-# pair costs about a second).
-@pytest.fixture(scope="module", params=["uvicorn", "mcpkit-run"])
-def workers(
-    request: pytest.FixtureRequest,
-    redis_url: str,  # noqa: F811
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[dict[str, str]]:
-    with workers_on("redis", request.param, redis_url, tmp_path_factory.mktemp("workers")) as urls:
+def _param(backend: str, style: str) -> Any:
+    return pytest.param((backend, style), marks=getattr(pytest.mark, backend), id=f"{backend}-{style}")
+
+
+@contextlib.contextmanager
+def _workers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    backend, style = request.param
+    url = request.getfixturevalue(f"{backend}_url")
+    with workers_on(backend, style, url, tmp_path_factory.mktemp(f"workers-{backend}")) as urls:
         yield urls
 
 
-@pytest.fixture(scope="module")
-def store_workers(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:  # noqa: F811
-    """Workers that also share a RedisEventStore and a RedisSessionStore (the uvicorn script: `mcpkit run` has no
-    option for them)."""
-    with workers_on("redis", "uvicorn", redis_url, tmp_path_factory.mktemp("store-workers")) as urls:
+# Module-scoped: every test opens its own sessions, so the two workers can serve them all (starting a worker
+# pair costs about a second).
+@pytest.fixture(scope="module", params=[_param(b, s) for b in ("redis", "postgres") for s in ("uvicorn", "mcpkit-run")])
+def workers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    with _workers(request, tmp_path_factory) as urls:
+        yield urls
+
+
+# Workers that also share the store's event store and session store: with Redis only the uvicorn script's (`mcpkit
+# run` has no option for them), with PostgreSQL either (`--postgres` builds them).
+@pytest.fixture(
+    scope="module", params=[_param("redis", "uvicorn"), _param("postgres", "uvicorn"), _param("postgres", "mcpkit-run")]
+)
+def store_workers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    with _workers(request, tmp_path_factory) as urls:
         yield urls
 
 
@@ -141,10 +153,10 @@ def _text(result: object) -> str:
     return str(getattr(content[0], "text", "")) if content else ""
 
 
-async def a_change_reaches_a_listen_stream_on_the_other_worker(workers: dict[str, str]) -> None:
+@pytest.mark.req("S025", "M055")
+async def test_a_change_on_worker_a_reaches_a_listen_stream_on_worker_b(workers: dict[str, str]) -> None:
     """A tool added and a resource touched on worker A reach a 2026-07-28 listen stream held by worker B, once
-    each; a resource nobody on B subscribed to does not (the test of each backend: Redis here, PostgreSQL in
-    test_postgres_workers.py)."""
+    each; a resource nobody on B subscribed to does not."""
     async with (
         _modern(workers["B"]) as cs_b,
         cs_b.listen(tools=True, resource_uris=["mcpkit://doc"]) as sub,
@@ -161,11 +173,6 @@ async def a_change_reaches_a_listen_stream_on_the_other_worker(workers: dict[str
         await cs_a.call_tool("touch", {"uri": "mcpkit://other"})  # nobody on B subscribed to that one
         with pytest.raises(asyncio.TimeoutError):
             await sub.next(timeout=0.5)  # and nothing arrived twice
-
-
-@pytest.mark.req("S025", "M055")
-async def test_a_change_on_worker_a_reaches_a_listen_stream_on_worker_b(workers: dict[str, str]) -> None:
-    await a_change_reaches_a_listen_stream_on_the_other_worker(workers)
 
 
 @pytest.mark.req("S025")
@@ -227,8 +234,8 @@ async def _events(lines: AsyncIterator[str], n: int) -> list[tuple[str | None, b
 
 
 @pytest.mark.req("A011", "A012", "S025")
-async def test_a_get_stream_on_worker_b_resumes_from_redis_after_a_drop(store_workers: dict[str, str]) -> None:
-    """Events for B's session are numbered and kept in Redis; after the connection drops, the client resumes with
+async def test_a_get_stream_on_worker_b_resumes_from_the_store_after_a_drop(store_workers: dict[str, str]) -> None:
+    """Events for B's session are numbered and kept in the store; after the connection drops, the client resumes with
     Last-Event-ID and gets exactly what it missed, including a change made on A while it was away."""
     url_b = store_workers["B"]
     version = "2025-11-25"
@@ -267,7 +274,7 @@ async def test_a_get_stream_on_worker_b_resumes_from_redis_after_a_drop(store_wo
 
 
 # ---------------------------------------------------------------------------------------------- handshake sessions
-# A handshake session created on worker A continues on worker B through the shared RedisSessionStore: requests,
+# A handshake session created on worker A continues on worker B through the shared session store: requests,
 # the GET stream, subscriptions and log level made through either worker, and a DELETE on one ends it on all.
 
 VERSION = "2025-11-25"
@@ -303,30 +310,40 @@ def _tool_text(response: httpx.Response) -> str:
     return str(orjson.loads(data[-1])["result"]["content"][0]["text"])
 
 
+async def _a_tool_added_seen(
+    http: httpx.AsyncClient, headers: dict[str, str], stream_url: str, change_url: str, tool_name: str
+) -> str | None:
+    """Open the session's GET stream on ``stream_url`` and, once it is primed, add a tool through ``change_url``: the
+    id of the event that tells the stream so (the stream is closed after it)."""
+    async with http.stream("GET", stream_url, headers={**headers, "accept": "text/event-stream"}) as stream:
+        assert stream.status_code == 200
+        lines = stream.aiter_lines()
+        ((_, prime),) = await asyncio.wait_for(_events(lines, 1), 20)
+        assert prime == b""  # the priming event (2025-11-25)
+        arguments = {"name": "add_tool", "arguments": {"tool_name": tool_name}}
+        _tool_text(await _rpc(http, change_url, headers, "tools/call", arguments))
+        ((event_id, data),) = await asyncio.wait_for(_events(lines, 1), 20)
+        assert orjson.loads(data) == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+        return event_id
+
+
 @pytest.mark.req("S025")
 async def test_a_handshake_session_created_on_a_continues_on_b(store_workers: dict[str, str]) -> None:
     a, b = store_workers["A"], store_workers["B"]
     async with httpx.AsyncClient(timeout=10) as http:
         headers = await _initialize(http, a)
         assert _tool_text(await _rpc(http, b, headers, "tools/call", {"name": "whoami"})) == "B"
-        async with http.stream("GET", b, headers={**headers, "accept": "text/event-stream"}) as stream:
-            assert stream.status_code == 200  # B holds the GET stream of a session A created
-            lines = stream.aiter_lines()
-            ((_, prime),) = await asyncio.wait_for(_events(lines, 1), 10)
-            assert prime == b""
-            assert _tool_text(
-                await _rpc(http, a, headers, "tools/call", {"name": "add_tool", "arguments": {"tool_name": "h1"}})
-            )
-            ((_, data),) = await asyncio.wait_for(_events(lines, 1), 10)
-            assert orjson.loads(data) == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+        assert (await _rpc(http, b, headers, "logging/setLevel", {"level": "debug"})).status_code == 200
+        await _a_tool_added_seen(http, headers, b, a, "h1")  # B holds the GET stream of a session A created
         assert _tool_text(await _rpc(http, a, headers, "tools/call", {"name": "whoami"})) == "A"
         await http.delete(a, headers=headers)
 
 
-async def a_subscription_made_on_a_reaches_the_get_stream_on_b(workers: dict[str, str]) -> None:
+@pytest.mark.req("S025")
+async def test_a_subscription_made_through_a_reaches_the_get_stream_on_b(store_workers: dict[str, str]) -> None:
     """A handshake session made on worker A subscribes there; the resource touched on A reaches the session's GET
-    stream held by worker B (the test of each backend: Redis here, PostgreSQL in test_postgres_workers.py)."""
-    a, b = workers["A"], workers["B"]
+    stream held by worker B."""
+    a, b = store_workers["A"], store_workers["B"]
     async with httpx.AsyncClient(timeout=20) as http:
         headers = await _initialize(http, a)
         async with http.stream("GET", b, headers={**headers, "accept": "text/event-stream"}) as stream:
@@ -347,11 +364,6 @@ async def a_subscription_made_on_a_reaches_the_get_stream_on_b(workers: dict[str
 
 
 @pytest.mark.req("S025")
-async def test_a_subscription_made_through_a_reaches_the_get_stream_on_b(store_workers: dict[str, str]) -> None:
-    await a_subscription_made_on_a_reaches_the_get_stream_on_b(store_workers)
-
-
-@pytest.mark.req("S025")
 async def test_a_session_deleted_on_a_is_gone_on_b(store_workers: dict[str, str]) -> None:
     a, b = store_workers["A"], store_workers["B"]
     async with httpx.AsyncClient(timeout=10) as http:
@@ -365,37 +377,29 @@ async def test_a_get_stream_moved_from_b_to_a_keeps_receiving(store_workers: dic
     a, b = store_workers["A"], store_workers["B"]
     async with httpx.AsyncClient(timeout=10) as http:
         headers = await _initialize(http, a)
-        async with http.stream("GET", b, headers={**headers, "accept": "text/event-stream"}) as stream:
-            lines = stream.aiter_lines()
-            await asyncio.wait_for(_events(lines, 1), 10)  # priming
-            _tool_text(
-                await _rpc(http, a, headers, "tools/call", {"name": "add_tool", "arguments": {"tool_name": "m1"}})
-            )
-            await asyncio.wait_for(_events(lines, 1), 10)  # event 0_1 on B
-        async with http.stream("GET", a, headers={**headers, "accept": "text/event-stream"}) as stream:
-            lines = stream.aiter_lines()
-            await asyncio.wait_for(_events(lines, 1), 10)  # priming
-            _tool_text(
-                await _rpc(http, b, headers, "tools/call", {"name": "add_tool", "arguments": {"tool_name": "m2"}})
-            )
-            ((_, data),) = await asyncio.wait_for(_events(lines, 1), 10)
-            assert orjson.loads(data)["method"] == "notifications/tools/list_changed"
+        await _a_tool_added_seen(http, headers, b, a, "m1")
+        await _a_tool_added_seen(http, headers, a, b, "m2")
 
 
-@pytest.mark.req("A012")
-async def test_the_standalone_stream_resumes_on_another_worker(store_workers: dict[str, str]) -> None:
+@pytest.mark.req("A011", "A012")
+async def test_the_standalone_stream_resumes_on_another_worker_with_what_it_missed(
+    store_workers: dict[str, str],
+) -> None:
+    """Changes made on both workers while the client was away reach it on the other worker, with the ids they
+    have in the store's notification log (its positions, in order)."""
     a, b = store_workers["A"], store_workers["B"]
-    async with httpx.AsyncClient(timeout=10) as http:
+    async with httpx.AsyncClient(timeout=20) as http:
         headers = await _initialize(http, a)
-        async with http.stream("GET", b, headers={**headers, "accept": "text/event-stream"}) as stream:
-            lines = stream.aiter_lines()
-            ((prime_id, _),) = await asyncio.wait_for(_events(lines, 1), 10)
-            _tool_text(
-                await _rpc(http, a, headers, "tools/call", {"name": "add_tool", "arguments": {"tool_name": "r"}})
-            )
-            await asyncio.wait_for(_events(lines, 1), 10)
-        resume = {**headers, "accept": "text/event-stream", "last-event-id": str(prime_id)}
-        async with http.stream("GET", a, headers=resume) as stream:
+        first_id = await _a_tool_added_seen(http, headers, b, a, "pr1")
+        # the connection is gone; changes happen meanwhile, on both workers
+        _tool_text(await _rpc(http, b, headers, "tools/call", {"name": "add_tool", "arguments": {"tool_name": "pr2"}}))
+        _tool_text(await _rpc(http, a, headers, "tools/call", {"name": "add_tool", "arguments": {"tool_name": "pr3"}}))
+        resume = {**headers, "accept": "text/event-stream", "last-event-id": str(first_id)}
+        async with http.stream("GET", a, headers=resume) as stream:  # reconnecting to the OTHER worker
             assert stream.status_code == 200
-            ((_, data),) = await asyncio.wait_for(_events(stream.aiter_lines(), 1), 5)
-            assert orjson.loads(data)["method"] == "notifications/tools/list_changed"
+            missed = await asyncio.wait_for(_events(stream.aiter_lines(), 2), 20)
+        assert [orjson.loads(d)["method"] for _, d in missed] == ["notifications/tools/list_changed"] * 2
+        ids = [str(first_id)] + [str(i) for i, _ in missed]
+        assert len(set(ids)) == 3 and all(i.startswith("g") for i in ids)  # log positions, in order
+        assert [position_order(i[1:]) for i in ids] == sorted(position_order(i[1:]) for i in ids)
+        await http.delete(a, headers=headers)
