@@ -14,6 +14,13 @@ stand-in runs complete ``_run_once`` turns, and the call's thread waits for the 
 things of the interrupted turn are put back as they were: the loop's thread id, the task being run (asyncio
 records one per loop), and the count of ready callbacks that turn still expects to find.
 
+An inline call made by a transport's read callback itself, not by a task (the HTTP lane answers in the protocol's
+``data_received``): the callback's handle is the transport's reader, which the stand-in would run again while it
+is still under way on the call's thread (its context entered there: an error each turn; the parser fed mid-call).
+The transport names itself in :attr:`LoopHandoff.reader` around such calls; a hand-over then pauses its reading on
+the stand-in's first turn and says so in :attr:`LoopHandoff.paused_reader`, for the transport to resume once its
+callback's call has returned (:func:`reader_calls`).
+
 Where it applies: asyncio's own event loops (``BaseEventLoop``: the selector loop uvicorn and ``asyncio.run``
 use) on CPython 3.11-3.13. Elsewhere (uvloop, another Python) :func:`handoff_for` returns None, and a learned
 sync function runs on a worker thread instead (a declared ``thread=False`` one still runs inline, unguarded).
@@ -234,6 +241,26 @@ def run_inline(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
                 h._take_back(ready)
 
 
+def reader_calls(transport: Any, call: Callable[..., Any], *args: Any) -> Any:
+    """``call(*args)`` made by ``transport``'s read callback, not by a task (the HTTP lane): its inline calls may be
+    handed over, and the stand-in then leaves ``transport``'s reading paused until ``call`` has returned (see the
+    module docs). Resumed here, in the caller's context (a reader resumed inside ``call``'s context would run every
+    later read in it). The loop's guard, if it has one, is looked up by thread id (:func:`running_guard`)."""
+    h = running_guard() if _SUPPORTED else None
+    if h is None:
+        return call(*args)
+    before = h.reader
+    h.reader = transport
+    try:
+        return call(*args)
+    finally:
+        h.reader = before
+        if h.paused_reader is transport:
+            h.paused_reader = None
+            if not transport.is_closing():
+                transport.resume_reading()
+
+
 class LoopHandoff:
     """The guard of one event loop: it keeps the loop served while a sync function called inline by
     :func:`run_inline` runs long (see the module docs). Made by :func:`handoff_for`."""
@@ -245,6 +272,7 @@ class LoopHandoff:
         "_go",
         "_handing",
         "_handovers",
+        "_held_reader",
         "_loop",
         "_parked",
         "_quick",
@@ -259,6 +287,8 @@ class LoopHandoff:
         "_wake",
         "_watchdog",
         "lost",
+        "paused_reader",
+        "reader",
     )
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -282,6 +312,11 @@ class LoopHandoff:
         self._handing = threading.Lock()  # held by a hand-over (see _hand_over)
         self._parked = threading.Event()  # the stand-in has finished its last turn
         self._task: Any = None  # the task of the interrupted turn
+        #: the transport whose read callback makes the inline calls now, not a task (None: a task makes them)
+        self.reader: Any = None
+        self._held_reader: Any = None  # the reader of an interrupted callback, for the stand-in to pause
+        #: the reader the stand-in paused (its transport resumes it once the call has returned)
+        self.paused_reader: Any = None
         self._error: BaseException | None = None  # what the stand-in's turn raised (re-raised by the owner)
         self._watchdog: threading.Thread | None = None
         self._stand_in: threading.Thread | None = None
@@ -382,6 +417,7 @@ class LoopHandoff:
         _quicken(self, True)
         assert _current_tasks is not None
         self._task = _current_tasks.pop(loop, None)
+        self._held_reader = self.reader if self._task is None else None
         self._handovers += 1
         self._prepare_stand_in()
         self._go.set()
@@ -417,6 +453,10 @@ class LoopHandoff:
         asyncio.events._set_running_loop(loop)
         sys.set_asyncgen_hooks(firstiter=loop._asyncgen_firstiter_hook, finalizer=loop._asyncgen_finalizer_hook)
         try:
+            reader, self._held_reader = self._held_reader, None
+            if reader is not None and reader.is_reading():  # (the interrupted callback is its reader: see above)
+                reader.pause_reading()
+                self.paused_reader = reader
             while not self._reclaim and not loop._stopping:
                 loop._run_once()
         except BaseException as exc:  # a callback raised SystemExit/KeyboardInterrupt: the owner re-raises it

@@ -97,6 +97,7 @@ def build_asgi_server(app: Any, host: str = "127.0.0.1", port: int = 8000, **opt
     variable): uvicorn's own default, 127.0.0.1, is not trusted unasked."""
     import uvicorn
 
+    from .app import MCPApp
     from .limits import (
         ACCEPT_BURST,
         DEFAULT_BACKLOG,
@@ -135,6 +136,10 @@ def build_asgi_server(app: Any, host: str = "127.0.0.1", port: int = 8000, **opt
                 max_header_bytes=max_header_bytes,
             )
             uv["http"] = guarded_protocol(base, guard)
+            if isinstance(app, MCPApp):
+                from .lane import lane_protocol
+
+                uv["http"] = lane_protocol(uv["http"], app)  # (httptools: see .lane; h11 keeps the ASGI way)
             backlog = uv.get("backlog") or DEFAULT_BACKLOG
             uv["backlog"] = min(ACCEPT_BURST, backlog)  # asyncio's accept burst; the kernel queue is set below
     uv.setdefault("lifespan", "on")
@@ -144,8 +149,6 @@ def build_asgi_server(app: Any, host: str = "127.0.0.1", port: int = 8000, **opt
         # the address its rate limit and session quota are keyed by. Only named balancers are trusted.
         uv.setdefault("proxy_headers", False)
     config = uvicorn.Config(app, host=host, port=port, **uv)
-    from .app import MCPApp
-
     mcp = app if isinstance(app, MCPApp) else None
 
     class DrainingServer(uvicorn.Server):

@@ -25,6 +25,7 @@ from .streamable import StreamableHTTPEndpoint
 logger: logging.Logger = logging.getLogger("mcpkit.http")
 
 if TYPE_CHECKING:
+    from ...engine import Outgoing
     from ...hosting import Fanout, HostedServer
     from ...stores import EventStore, SessionStore
     from ...stores.config import SharedStores
@@ -202,6 +203,17 @@ class MCPApp:
             await app(scope, receive, send)
         finally:
             HTTP_REQUEST_SCOPE.reset(token)
+
+    def at_once(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> Outgoing | Awaitable[Any] | None:
+        """The served protocol's lane (:mod:`.lane`): a POST whose whole ``body`` is in hand, routed as
+        :meth:`__call__` routes it, answered by the Streamable HTTP endpoint's :meth:`~.StreamableHTTPEndpoint.
+        at_once` (in the caller's context, which the lane copies for each request). None: not one for the lane
+        (another route, a ``root_path``, a POST to screen); nothing was done, the ASGI way serves it."""
+        ep = self.streamable
+        if ep is None or scope.get("root_path") or self.routes.get(scope["path"]) is not ep:
+            return None
+        HTTP_REQUEST_SCOPE.set(scope)  # (as __call__ does; the lane's context is the request's own copy)
+        return ep.at_once(scope, body, receive, send)
 
     def _resolve(self, scope: Scope) -> ASGIApp | None:
         """The route of a path under ``root_path`` or with a trailing ``/`` (None: none, or the lifespan)."""

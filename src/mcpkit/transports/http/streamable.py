@@ -315,15 +315,8 @@ class StreamableHTTPEndpoint:
         raw = scope.get("headers", ())  # request_headers(scope)'s usual case (hot path: docs/architecture.md)
         if type(raw) is not list or len(h := dict(raw)) != len(raw) or b"content-type" not in h:
             h = request_headers(scope)
-        # the usual POST in one test: no Origin, a Host, Accept and Content-Type that passed _screen together before,
-        # a Content-Length shorter than the limit's digits; anything else is screened step by step
         usual = (h.get(b"host"), h.get(b"accept"), h.get(b"content-type"))
-        if (
-            usual not in self._usual_posts
-            or b"origin" in h
-            or scope["method"] != "POST"
-            or len(h.get(b"content-length", b"")) >= self._limit_digits
-        ):
+        if not self._usual(scope, h, usual):
             screened = await self._screen(scope, h, usual, receive, send)
             if screened is None:
                 return
@@ -345,19 +338,54 @@ class StreamableHTTPEndpoint:
             return
         except Disconnected:
             return
-        # The POST's route, in this frame (hot path: docs/architecture.md): ``answer`` is the answer itself when it
-        # was made at once, sent below with application/json, else the awaitable that answers (when it returns an
-        # answer, that one is sent the same way).
+        await self.send_answer(self.route(scope, h, body, receive, send), send)
+
+    def _usual(self, scope: Scope, h: Headers, usual: UsualPost) -> bool:
+        """The usual POST, in one test: no Origin, a Host, Accept and Content-Type that passed :meth:`_screen`
+        together before, a Content-Length shorter than the limit's digits; anything else is screened step by step."""
+        return (
+            usual in self._usual_posts
+            and b"origin" not in h
+            and scope["method"] == "POST"
+            and len(h.get(b"content-length", b"")) < self._limit_digits
+        )
+
+    def at_once(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> Outgoing | Awaitable[Any] | None:
+        """The answer of a usual POST whose whole ``body`` is in hand, by the route :meth:`__call__` takes (the
+        served protocol's lane, :mod:`.lane`): the answer itself when it was made at once, else the awaitable that
+        answers (for :meth:`send_answer`, on ``receive``/``send`` of an ASGI cycle). None: not the usual POST
+        (headers to screen, a body over the limit); nothing was done, :meth:`__call__` serves it."""
+        raw = scope["headers"]
+        h = dict(raw)
+        if len(h) != len(raw) or b"content-type" not in h or len(body) > self._max_body:
+            return None
+        if not self._usual(scope, h, (h.get(b"host"), h.get(b"accept"), h.get(b"content-type"))):
+            return None
+        return self.route(scope, h, body, receive, send)
+
+    async def send_answer(self, answer: Outgoing | Awaitable[Any], send: Send) -> None:
+        """Send what :meth:`route` gave: an answer made at once, or the one its awaitable makes, with
+        application/json (see :func:`json_head`); an awaitable that answered itself returns anything else."""
+        if type(answer) is not Outgoing:
+            answer = await answer  # type: ignore[misc]  # (an Outgoing: made later, sent below)
+            if type(answer) is not Outgoing:
+                return
+        status, headers = json_head(answer)  # type: ignore[arg-type]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": answer.data, "more_body": False})  # type: ignore[union-attr]
+
+    def route(self, scope: Scope, h: Headers, body: bytes, receive: Receive, send: Send) -> Outgoing | Awaitable[Any]:
+        """The POST's route (hot path: docs/architecture.md): the answer itself when it was made at once, else the
+        awaitable that answers (when it returns an answer, that one is sent the same way). The one decision of both
+        adapters: :meth:`__call__` (ASGI) and :meth:`at_once` (the served protocol's lane)."""
         try:
             msg = jsonrpc.parse(body)
         except ParseError as exc:
-            await respond(send, 400, error_body(None, PARSE_ERROR, exc.message))
-            return
+            return respond(send, 400, error_body(None, PARSE_ERROR, exc.message))
         t = type(msg)
         hv_raw = h.get(b"mcp-protocol-version")
         hv: str | None = None
         server = self.server
-        answer: Outgoing | Awaitable[Any] | None = None
         if t is Request or t is Notification:
             p = msg.params  # type: ignore[union-attr]
             meta = p.get("_meta") if p is not None else None
@@ -371,48 +399,28 @@ class StreamableHTTPEndpoint:
                 )
             ):
                 if t is Request:
-                    answer = self.modern.post(scope, h, msg, meta, body, receive, send)  # type: ignore[arg-type]
-                else:
-                    answer = respond(send, 202)  # no client notifications are defined over modern HTTP: ignored
+                    return self.modern.post(scope, h, msg, meta, body, receive, send)  # type: ignore[arg-type]
+                return respond(send, 202)  # no client notifications are defined over modern HTTP: ignored
         elif t is Invalid:
-            answer = respond(send, 400, jsonrpc.encode_error(msg.id, msg.error()))  # type: ignore[union-attr, operator]
+            return respond(send, 400, jsonrpc.encode_error(msg.id, msg.error()))  # type: ignore[union-attr, operator]
         elif t is Batch:
             refusal = self.modern.refuse_batch(msg, hv_raw)  # type: ignore[arg-type]
             if refusal is not None:
-                answer = respond(send, 400, bad(INVALID_REQUEST, refusal))
+                return respond(send, 400, bad(INVALID_REQUEST, refusal))
         elif hv_raw is not None and server.modern_versions and self.modern.modern_header(hv_raw):
             # a response (or error response) under a 2026-07-28 header: that era has no client responses (the
             # answers to a server's input requests travel in the retried request's inputResponses) and no session
-            answer = respond(send, 400, bad(INVALID_REQUEST, MODERN_RESPONSE_REFUSAL))
-        if answer is None:  # the handshake era
-            if hv is None and hv_raw is not None:
-                hv = text(hv_raw)
-            if not server.handshake_versions:
-                requested = msg.params.get("protocolVersion") if t is Request and msg.params else hv  # type: ignore[union-attr]
-                err = UnsupportedProtocolVersion(requested, server.supported_versions).to_error()
-                answer = respond(send, 400, jsonrpc.encode_error(msg.id if t is Request else None, err))  # type: ignore[union-attr]
-            elif self.stateless:
-                answer = self.handshake.post_stateless(scope, receive, send, h, msg, body)
-            else:
-                answer = self.handshake.post(scope, h, hv, msg, receive, send, body)
-        if type(answer) is not Outgoing:
-            # (the parsed message is not held while it waits: a queued POST holds its body, several times smaller)
-            msg = p = meta = None  # type: ignore[assignment]
-            answer = await answer  # type: ignore[misc]  # (an Outgoing: made later, sent below)
-            if type(answer) is not Outgoing:
-                return
-        # An answer with application/json: a 2026-07-28 one (made at once, without a coroutine, or by
-        # Answerer.answer_modern), or a handshake-era result made without a stream (HandshakeRoutes.post; never
-        # an error: their status follows other rules, Answerer.serve sends them)
-        data = answer.data
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200 if answer.kind != ERROR else error_status(answer, True, False),
-                "headers": [LENGTHS.get(len(data)) or content_length(len(data)), CONTENT_TYPE_JSON],
-            }
-        )
-        await send({"type": "http.response.body", "body": data, "more_body": False})
+            return respond(send, 400, bad(INVALID_REQUEST, MODERN_RESPONSE_REFUSAL))
+        # the handshake era
+        if hv is None and hv_raw is not None:
+            hv = text(hv_raw)
+        if not server.handshake_versions:
+            requested = msg.params.get("protocolVersion") if t is Request and msg.params else hv  # type: ignore[union-attr]
+            err = UnsupportedProtocolVersion(requested, server.supported_versions).to_error()
+            return respond(send, 400, jsonrpc.encode_error(msg.id if t is Request else None, err))  # type: ignore[union-attr]
+        if self.stateless:
+            return self.handshake.post_stateless(scope, receive, send, h, msg, body)
+        return self.handshake.post(scope, h, hv, msg, receive, send, body)
 
     async def _screen(self, scope: Scope, h: Headers, usual: UsualPost, receive: Receive, send: Send) -> Send | None:
         """The checks of every request but the usual POST: the Host/Origin policy, CORS, the other methods (answered
@@ -455,6 +463,16 @@ class StreamableHTTPEndpoint:
             return send
         await self.handshake.other(scope, h, receive, send)
         return None
+
+
+def json_head(answer: Outgoing) -> tuple[int, list[tuple[bytes, bytes]]]:
+    """The status and headers of an answer sent with application/json: a 2026-07-28 one (made at once, without a
+    coroutine, or by :meth:`.Answerer.answer_modern`), or a handshake-era result made without a stream
+    (:meth:`.HandshakeRoutes.post`; never an error: their status follows other rules, :meth:`.Answerer.serve`
+    sends them)."""
+    data = answer.data
+    status = 200 if answer.kind != ERROR else error_status(answer, True, False)
+    return status, [LENGTHS.get(len(data)) or content_length(len(data)), CONTENT_TYPE_JSON]
 
 
 __all__ = [

@@ -1,0 +1,236 @@
+"""The lane: a POST that mcpkit's app answers at once is answered in the served protocol itself.
+
+uvicorn serves every request through an ASGI cycle: a ``RequestResponseCycle`` with an ``asyncio.Event``, a task
+that runs the app, the app's ``receive`` and two ``send`` calls whose headers are checked one by one. For a request
+whose answer is made without waiting (a plain ``def`` tool run inline, a built-in with nothing to wait for) that
+machinery costs about as much as the answer itself. :func:`lane_protocol` subclasses the guarded httptools
+protocol of :func:`~mcpkit.transports.http.build_server` (:mod:`.limits`): once the body of a POST to the Streamable
+HTTP route is whole, the protocol asks the app (:meth:`.MCPApp.at_once`, which routes as the ASGI call does and
+runs the endpoint's one route, :meth:`.StreamableHTTPEndpoint.route`) and, when the answer is made at once,
+writes it straight to the transport in the bytes ``send`` would have written (and the access log's line, when
+uvicorn's access log is on). Nothing but the task, the event and
+the ASGI messages is skipped: the cycle is made and completed as uvicorn's own, and the keep-alive timer, the
+pipeline, the guard's timeouts and ``server_state`` follow as they do after any response.
+
+The ASGI way, with the body in hand, serves everything else:
+
+* decided before the app is asked (the head): uvicorn wrapping the app (its proxy-headers middleware, with
+  ``forwarded_allow_ips``: the scope is the middleware's to rewrite), a method other than POST, another path (or
+  any query, or ``root_path``), HTTP/1.0 or ``Connection: close``, ``Expect: 100-continue``, an upgrade, a
+  request pipelined behind one still being served, ``limit_concurrency`` reached (its 503);
+* decided on the way: a body that grows past uvicorn's flow-control mark (64 KiB) before it is whole (the app
+  reads the rest, the lane holds no more than that);
+* decided by the app, nothing done: a POST its endpoint screens (an ``Origin``, headers not seen before, a body
+  over the limit), another route;
+* decided by the app, once it has started: an answer not made at once (an SSE stream, an ``async`` tool, a session
+  to read from a store): the rest runs in a task on the cycle (``run_asgi``, as uvicorn would run the app: the
+  same logging and 500 on an exception), in the request's context;
+* an exception raised by the app: the same, so it is logged and answered as uvicorn answers it.
+
+Each request runs in its own copy of the connection's context, as a task would (a fresh one when uvicorn's
+``reset_contextvars`` is set): what a tool sets in a ``ContextVar`` stays in its request. There is no current
+task in a protocol callback: a ``def`` tool the sync policy runs inline is called through
+:func:`mcpkit._runtime.reader_calls`, so that if it runs long and the loop is handed over, the connection's reading
+pauses meanwhile (the stand-in must not run this callback again).
+
+The lane adds no table, queue or timer: a connection holds at most one request's cycle before it is answered
+(uvicorn's own ``cycle``), with at most 64 KiB of its body (beyond, the ASGI way: the endpoint's ``max_body``,
+413), for at most the guard's ``body_timeout``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import TYPE_CHECKING, Any
+
+from ..._runtime import reader_calls
+from ...engine import Outgoing
+from .streamable import json_head
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from .app import MCPApp
+
+#: header names of uvicorn's default headers (``server_state.default_headers``) that would change how an answer is
+#: framed or whether the connection stays open: with one of them the answers go the ASGI way
+_FRAMING = frozenset((b"content-length", b"transfer-encoding", b"connection"))
+
+
+def lane_protocol(base: type[asyncio.Protocol], mcp: MCPApp) -> type[asyncio.Protocol]:
+    """A subclass of ``base`` (uvicorn's httptools protocol, or a subclass such as the guarded one) that answers in
+    the protocol what ``mcp`` answers at once (see the module docstring). ``base`` unchanged for any other
+    protocol (h11 keeps the ASGI way), or when ``mcp`` has no Streamable HTTP route."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import (
+            HEADER_RE,
+            HEADER_VALUE_RE,
+            STATUS_LINE,
+            HttpToolsProtocol,
+        )
+        from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
+    except ImportError:  # (no httptools)
+        return base
+    ep = mcp.streamable
+    paths = [path for path, route in mcp.routes.items() if route is ep]
+    if ep is None or not paths or not issubclass(base, HttpToolsProtocol):
+        return base
+    path = paths[0].encode("ascii")
+    send_answer = ep.send_answer
+    # uvicorn's default headers as ``send`` writes them (they change once a second, ``date``): (list, its lines)
+    defaults: list[Any] = [None, b""]
+
+    def default_lines(given: list[tuple[bytes, bytes]]) -> bytes | None:
+        """The lines of uvicorn's default headers; None when one would change the framing, or ``send`` would
+        refuse it (then the answer goes the ASGI way, and ``send`` decides)."""
+        if given is defaults[0]:
+            return defaults[1]  # type: ignore[no-any-return]
+        lines = []
+        for name, value in given:
+            name = name.lower()
+            if HEADER_RE.search(name) or HEADER_VALUE_RE.search(value) or name in _FRAMING:
+                return None
+            lines += [name, b": ", value, b"\r\n"]
+        defaults[:] = [given, b"".join(lines)]
+        return defaults[1]  # type: ignore[no-any-return]
+
+    class Lane(base):  # type: ignore[valid-type,misc]
+        # what uvicorn's httptools protocol sets, beyond the asyncio.Protocol
+        transport: asyncio.Transport
+        loop: asyncio.AbstractEventLoop
+        parser: Any
+        url: bytes
+        cycle: Any
+        app: Any
+        flow: Any
+        config: Any
+        server_state: Any
+        tasks: set[asyncio.Task[None]]
+        access_log: bool
+        access_logger: Any
+        expect_100_continue: bool
+        _lane_next = False  # the head just parsed may take the lane (on_headers_complete -> _start_asgi_task)
+        _held: Any = None  # the cycle of that request, held until its body is whole
+        _fresh = False  # uvicorn's reset_contextvars: each request in a fresh context (else a copy)
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._fresh = bool(vars(self.config).get("reset_contextvars"))  # (uvicorn 0.54 on; False before)
+
+        def on_headers_complete(self) -> None:
+            parser = self.parser
+            self._lane_next = (
+                self.url == path
+                and self.app is mcp  # (uvicorn's app unwrapped: no proxy-headers middleware rewrites the scope)
+                and not self.expect_100_continue
+                and parser.get_method() == b"POST"
+                and parser.get_http_version() == "1.1"
+                and parser.should_keep_alive()
+                and not parser.should_upgrade()
+            )
+            super().on_headers_complete()  # (the cycle; the task, or the pipeline, or limit_concurrency's 503)
+            self._lane_next = False
+
+        def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+            if self._lane_next and app is self.app:  # (not limit_concurrency's 503, not a pipelined request)
+                self._lane_next = False
+                self._held = cycle
+                return
+            super()._start_asgi_task(cycle, app)
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)  # (the parser; the guard's bookkeeping sees the held request as served)
+            cycle = self._held
+            if cycle is None:
+                return
+            if not cycle.more_body:
+                self._held = None
+                self._answer(cycle)
+            elif self.flow.read_paused:  # (uvicorn's flow control: a body past its high-water mark, 64 KiB)
+                self._held = None
+                super()._start_asgi_task(cycle, self.app)  # the app reads the rest (or refuses it: 413)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._held = None  # (a body that never came whole)
+            super().connection_lost(exc)
+
+        def _answer(self, cycle: Any) -> None:
+            """Ask the app; write its answer when it was made at once, else run the rest the ASGI way."""
+            transport = self.transport
+            if transport.is_closing():
+                super()._start_asgi_task(cycle, self.app)
+                return
+            context = contextvars.Context() if self._fresh else contextvars.copy_context()
+            body = bytes(cycle.body)
+            try:
+                answer = reader_calls(transport, context.run, mcp.at_once, cycle.scope, body, cycle.receive, cycle.send)
+            except Exception as exc:
+                self._rest(cycle, _raising(exc), context)
+                return
+            if answer is None:
+                super()._start_asgi_task(cycle, self.app)  # (nothing done: the app from the start)
+                return
+            # the body is the app's now: what its first receive() would have done
+            cycle.body = bytearray()
+            cycle.message_event.clear()
+            self.flow.resume_reading()
+            head = None
+            if type(answer) is Outgoing and not self.flow.write_paused and not cycle.disconnected:
+                head = default_lines(self.server_state.default_headers)
+            if head is None:
+                self._rest(cycle, _sending(send_answer, answer), context)
+                return
+            # send()'s two messages, in one write
+            status, headers = json_head(answer)
+            lines = [STATUS_LINE[status], head]
+            for name, value in headers:
+                lines += [name, b": ", value, b"\r\n"]
+            if not cycle.keep_alive:  # (the server began to shut down meanwhile)
+                lines.append(b"connection: close\r\n")
+            lines += [b"\r\n", answer.data]
+            cycle.response_started = True
+            if self.access_log:  # (send's line)
+                self.access_logger.info(
+                    '%s - "%s %s HTTP/%s" %d',
+                    get_client_addr(cycle.scope),
+                    "POST",
+                    get_path_with_query_string(cycle.scope),
+                    "1.1",
+                    status,
+                )
+            transport.write(b"".join(lines))
+            cycle.response_complete = True
+            cycle.message_event.set()
+            if not cycle.keep_alive:
+                transport.close()
+            cycle.on_response()
+
+        def _rest(self, cycle: Any, asgi: Any, context: contextvars.Context) -> None:
+            """Run ``asgi`` on ``cycle`` in a task, as uvicorn runs the app, in the request's ``context``."""
+            task = self.loop.create_task(cycle.run_asgi(asgi), context=context)
+            task.add_done_callback(self.tasks.discard)
+            self.tasks.add(task)
+
+    Lane.__name__ = Lane.__qualname__ = f"Lane{base.__name__}"
+    return Lane
+
+
+def _sending(send_answer: Any, answer: Any) -> Any:
+    """An ASGI app that sends ``answer`` (made at once, or an awaitable of it) as the endpoint sends it."""
+
+    async def rest(scope: Any, receive: Any, send: Any) -> None:
+        await send_answer(answer, send)
+
+    return rest
+
+
+def _raising(exc: Exception) -> Any:
+    """An ASGI app that raises ``exc`` (the app raised it in the lane: uvicorn logs and answers it)."""
+
+    async def failed(scope: Any, receive: Any, send: Any) -> None:
+        raise exc
+
+    return failed
+
+
+__all__ = ["lane_protocol"]
