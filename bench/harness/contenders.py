@@ -44,11 +44,15 @@ class Contender:
 
 SERVER_CONTENDERS: list[Contender] = [
     Contender("floor", "floor (raw asyncio / raw ASGI + orjson)", "floor_stdio.py", "floor_asgi.py", None, True),
+    # the floor's logic answered inside uvicorn's protocol (no ASGI cycle): the floor of what mcpkit's lane does
+    Contender("floor-lane", "floor answered in the protocol (no ASGI cycle)", None, "floor_lane.py", None),
     Contender("mcp", "mcp MCPServer", "mcp_high.py", "mcp_high.py", "mcp"),
     Contender("mcp-lowlevel", "mcp low-level Server", "mcp_lowlevel.py", "mcp_lowlevel.py", "mcp"),
     Contender("fastmcp", "fastmcp FastMCP", "fastmcp_server.py", "fastmcp_server.py", "fastmcp"),
     Contender("mcpkit", "mcpkit MCPKit", "mcpkit_server.py", "mcpkit_server.py", "mcpkit"),
     Contender("mcpkit-def", "mcpkit MCPKit, plain def tools", "mcpkit_def.py", "mcpkit_def.py", "mcpkit"),
+    # the same app mounted as ASGI on stock uvicorn (Starlette/FastAPI users), without mcpkit's protocol lane
+    Contender("mcpkit-asgi", "mcpkit MCPKit, plain def tools, ASGI on stock uvicorn", None, "mcpkit_asgi.py", "mcpkit"),
     Contender(
         "mcpkit-inline", "mcpkit MCPKit, def tools, thread=False", "mcpkit_inline.py", "mcpkit_inline.py", "mcpkit"
     ),

@@ -22,9 +22,11 @@ COLORS = {
     "mcpkit-lowlevel": "#8cd17d",
     "mcpkit-def": "#b6992d",
     "mcpkit-inline": "#d4a6c8",
+    "mcpkit-asgi": "#e15759",
     "mcpkit-session": "#8cd17d",
     "raw": "#999999",
     "floor": "#999999",
+    "floor-lane": "#bab0ac",
 }
 # groups drawn as growth curves rather than bars, and the budget field giving each group's repetitions
 CURVE_GROUPS = {"payload_stdio", "payload_http", "idle", "inflight"}
@@ -375,7 +377,15 @@ def markdown(result: dict[str, Any]) -> str:
         "(raw asyncio + orjson, newline-delimited) and `bench/servers/floor_asgi.py` (a raw ASGI app, JSON "
         "responses, `Mcp-Session-Id`) served by the same uvicorn configuration as every HTTP contender "
         f"(`bench/servers/_serve.py`: asyncio loop, {parser}, no access log). For clients the floor is the bench's "
-        "own raw JSON-RPC client against `floor_stdio.py`."
+        "own raw JSON-RPC client against `floor_stdio.py`. `floor-lane` (`bench/servers/floor_lane.py`) is the same "
+        "floor answering its POSTs inside uvicorn's protocol, without an ASGI cycle: the floor of what mcpkit's own "
+        "serving does."
+    )
+    w(
+        '- The mcpkit HTTP contenders are served as their users serve them, `app.run(transport="http")` '
+        "(`_serve.serve_mcpkit`: mcpkit's `build_server`, its connection guard and its protocol lane, which answers "
+        "a call made at once without an ASGI cycle), with the shared settings. `mcpkit-asgi` is `mcpkit-def`'s app "
+        "mounted as a plain ASGI app on stock uvicorn, as in Starlette or FastAPI."
     )
     w(
         f"- Every Python contender and the ASGI floor are served with uvicorn's {parser} parser and the asyncio "

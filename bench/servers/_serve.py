@@ -36,19 +36,39 @@ UVICORN_CONFIG: dict[str, Any] = {
 }
 
 
-def serve(app: Any, port: int) -> None:
+def serve(app: Any, port: int, protocol: type[Any] | None = None) -> None:
+    """Serve the ASGI ``app`` on stock uvicorn with the shared configuration (``protocol``: uvicorn's HTTP protocol
+    class to use instead of the one the shared ``http`` setting names)."""
     import uvicorn
 
-    uvicorn.Server(uvicorn.Config(app, port=port, **UVICORN_CONFIG)).run()
+    config = dict(UVICORN_CONFIG)
+    if protocol is not None:
+        config["http"] = protocol
+    uvicorn.Server(uvicorn.Config(app, port=port, **config)).run()
+
+
+def serve_mcpkit(server: Any, port: int, stateless: bool) -> None:
+    """Serve an mcpkit server as its users do (``Server.run(transport="http")``: ``mcpkit.transports.http.serve``,
+    through ``build_server``: the connection guard and the protocol lane), with ``json_response=True`` and the
+    shared settings (loop, parser, keep-alive, access log, log level, graceful timeout)."""
+    from mcpkit.transports.http import serve as serve_http
+
+    shared = ("log_level", "access_log", "loop", "http", "timeout_keep_alive", "timeout_graceful_shutdown")
+    settings = {key: UVICORN_CONFIG[key] for key in shared}
+    serve_http(server, "http", "127.0.0.1", port, announce=False, stateless=stateless, json_response=True, **settings)
 
 
 def main(
     run_stdio: Callable[[], None],
     make_asgi: Callable[[bool], Any | None] | None = None,
     run_http: Callable[[int, bool], None] | None = None,
+    *,
+    serve_http: Callable[[int, bool], None] | None = None,
 ) -> None:
     """make_asgi(stateless) -> ASGI app served by serve(); when it is missing or returns None,
-    run_http(port, stateless) is the fallback for a framework that can only serve itself."""
+    run_http(port, stateless) is the fallback for a framework that can only serve itself. ``serve_http(port,
+    stateless)``, when given, serves instead, with the shared settings (``serve_mcpkit``: what mcpkit's users get;
+    floor_lane.py)."""
     args = sys.argv[1:]
     mode = args[0] if args else "stdio"
     if mode == "stdio":
@@ -58,6 +78,9 @@ def main(
         raise SystemExit(f"usage: {sys.argv[0]} [stdio | http PORT [stateless]]")
     port = int(args[1])
     stateless = "stateless" in args[2:]
+    if serve_http is not None:
+        serve_http(port, stateless)
+        return
     app = make_asgi(stateless) if make_asgi is not None else None
     if app is not None:
         serve(app, port)

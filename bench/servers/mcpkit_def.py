@@ -1,12 +1,13 @@
 """Contender: mcpkit's high-level app with plain ``def`` tools (what most users write), otherwise the same as
 mcpkit_server.py: ``@app.tool def echo(text: str) -> str`` with the default sync policy (learned: a worker
-thread until the tool proves fast and non-blocking, then inline)."""
+thread until the tool proves fast and non-blocking, then inline). Over HTTP it is served as its users serve it
+(``app.run(transport="http")``: ``_serve.serve_mcpkit``); mcpkit_asgi.py mounts the same app on stock uvicorn."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from _serve import main
+from _serve import main, serve_mcpkit
 
 from mcpkit import MCPKit
 
@@ -41,5 +42,9 @@ def make_asgi(stateless: bool) -> Any | None:
     return asgi_of(app, stateless)
 
 
+def serve_http(port: int, stateless: bool) -> None:
+    serve_mcpkit(app, port, stateless)
+
+
 if __name__ == "__main__":
-    main(app.run, make_asgi)
+    main(app.run, make_asgi, serve_http=serve_http)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _serve import main
+from _serve import main, serve_mcpkit
 from mcpkit_def import asgi_of, build
 
 app = build(thread=False)
@@ -15,5 +15,9 @@ def make_asgi(stateless: bool) -> Any | None:
     return asgi_of(app, stateless)
 
 
+def serve_http(port: int, stateless: bool) -> None:
+    serve_mcpkit(app, port, stateless)
+
+
 if __name__ == "__main__":
-    main(app.run, make_asgi)
+    main(app.run, make_asgi, serve_http=serve_http)

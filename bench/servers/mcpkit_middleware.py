@@ -14,7 +14,7 @@ import logging
 import os
 
 from _serve import main
-from mcpkit_server import app, make_asgi, run_http
+from mcpkit_server import app, make_asgi, run_http, serve_http
 
 from mcpkit.server.middleware import RequestLogging, Timing
 
@@ -47,4 +47,4 @@ if "telemetry" in chosen:
 app.add_middleware(*middleware)
 
 if __name__ == "__main__":
-    main(app.run, make_asgi, run_http)
+    main(app.run, make_asgi, run_http, serve_http=serve_http)

@@ -5,7 +5,7 @@ import os
 os.environ["BENCH_MIDDLEWARE"] = "timing"
 
 from _serve import main
-from mcpkit_middleware import app, make_asgi, run_http
+from mcpkit_middleware import app, make_asgi, run_http, serve_http
 
 if __name__ == "__main__":
-    main(app.run, make_asgi, run_http)
+    main(app.run, make_asgi, run_http, serve_http=serve_http)

@@ -3,8 +3,8 @@
     app = MCPKit("bench"); @app.tool ...; app.run()  /  app.run(transport="http", host=..., port=...)
 
 If it fails to import or start, the run reports mcpkit as n/a with the error.
-For HTTP it serves `mcpkit.transports.http.create_app(app, json_response=True)` with the shared uvicorn
-configuration, like every other contender, and falls back to `app.run(transport="http", ...)`."""
+For HTTP it is served as its users serve it (`app.run(transport="http")`: `_serve.serve_mcpkit`, with
+`json_response=True` and the shared uvicorn settings); `make_asgi` gives its ASGI app for the in-process tools."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import asyncio
 from typing import Any
 
 from _growth import SLOW_TOOL, SLOW_TOOL_SECONDS, extra_resources, extra_tools, resource_uri, slow_tool
-from _serve import main
+from _serve import main, serve_mcpkit
 
 from mcpkit import MCPKit
 
@@ -64,5 +64,9 @@ def run_http(port: int, stateless: bool) -> None:
     app.run(**kwargs)
 
 
+def serve_http(port: int, stateless: bool) -> None:
+    serve_mcpkit(app, port, stateless)
+
+
 if __name__ == "__main__":
-    main(app.run, make_asgi, run_http)
+    main(app.run, make_asgi, run_http, serve_http=serve_http)
