@@ -8,8 +8,8 @@ and applies every bound: the newest ``max_events_per_stream`` events of the stre
 streams the session wrote to most recently, and ``max_bytes_per_session`` bytes of events per session (beyond, the
 streams written least recently go, then the oldest events of the one written now, never the event just kept).
 A replay is one transaction too: it renews the stream's TTL, finds its first event (a gap: None) and reads the
-range. Expired streams are never read; a clean-up at most every ``sweep_every`` seconds per worker deletes at most
-:data:`MAX_SWEEP` of them.
+range. Expired streams are never read; a clean-up at most every ``sweep_every`` seconds per worker (at once again
+after one that found a full batch) deletes at most :data:`MAX_SWEEP` of them.
 
 A worker following a stream another worker writes (:meth:`PostgresEventStore.follow`) is woken by the append: each
 append sends ``NOTIFY <prefix>events.follow`` with the stream's name (in the statement that keeps the event, so
@@ -24,10 +24,11 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 from ..base import MAX_REQUEST_ID_BYTES, check_event_bounds, request_id_from_json, request_id_json
-from .connection import DEFAULT_TIMEOUT, PostgresConnection, postgres_for
+from .connection import DEFAULT_TIMEOUT, PostgresConnection
+from .swept import SweptTable
 
 logger: logging.Logger = logging.getLogger("mcpkit.stores.postgres")
 
@@ -45,7 +46,8 @@ __all__ = [
 MAX_STREAMS_PER_SESSION = 1000
 #: Bytes of events one session keeps by default.
 MAX_BYTES_PER_SESSION = 16 * 1024 * 1024
-#: Expired streams one clean-up deletes at most.
+#: Expired streams one clean-up deletes at most (their events with them; a clean-up that found a full batch lets the
+#: next append clean up again at once: see :class:`~mcpkit.stores.postgres.swept.SweptTable`).
 MAX_SWEEP = 500
 #: Seconds :meth:`PostgresEventStore.follow` waits at most for news before it returns.
 BLOCK = 2.0
@@ -66,7 +68,7 @@ def _like(prefix: str) -> str:
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-class PostgresEventStore:
+class PostgresEventStore(SweptTable):
     """An :class:`~mcpkit.stores.EventStore` in PostgreSQL (see the module docstring for the layout); also a
     :class:`~mcpkit.stores.FollowableEventStore` and a :class:`~mcpkit.stores.RequestEventStore`.
 
@@ -81,6 +83,11 @@ class PostgresEventStore:
         sweep_every: seconds between two clean-ups of expired streams by this worker.
     """
 
+    swept_name: ClassVar[str] = "streams"
+    swept_keys: ClassVar[str] = "stream"
+    swept_most: ClassVar[int] = MAX_SWEEP
+    swept_what: ClassVar[str] = "event store"
+
     def __init__(
         self,
         postgres: str | PostgresConnection,
@@ -94,14 +101,12 @@ class PostgresEventStore:
         sweep_every: float = 60.0,
     ) -> None:
         check_event_bounds(max_events_per_stream, max_streams_per_session, max_bytes_per_session, ttl)
-        self.conn: PostgresConnection
-        self.conn, self._owns = postgres_for(postgres, prefix=prefix, timeout=timeout)
+        super().__init__(postgres, prefix=prefix, timeout=timeout, sweep_every=sweep_every)
         self.max_events_per_stream: int = max_events_per_stream
         self.max_streams_per_session: int = max_streams_per_session
         self.max_bytes_per_session: int = max_bytes_per_session
         self.ttl: float | None = ttl
-        self.sweep_every: float = sweep_every
-        self._streams: str = self.conn.tables["streams"]
+        self._streams: str = self.table
         self._events: str = self.conn.tables["events"]
         self._expiry: str = "NULL" if ttl is None else f"clock_timestamp() + make_interval(secs => {float(ttl)!r})"
         self._channel: str = f"{self.conn.prefix}events.follow"
@@ -175,8 +180,8 @@ class PostgresEventStore:
                     self.max_streams_per_session - 1,
                 )
             await self._within_bytes(db, session, stream, seq)
-        if self.ttl is not None and self.conn.sweep_due(s, self.sweep_every):
-            await self.sweep()
+        if self.ttl is not None:
+            await self._sweep()
 
     async def _within_bytes(self, db: Any, session: str, stream: str, seq: int) -> None:
         """Past the session's byte budget: the streams written least recently go, then the oldest events of this
@@ -308,7 +313,7 @@ class PostgresEventStore:
 
     async def request_of(self, stream: str) -> str | int | None:
         """The id of the request ``stream`` answers, as :meth:`append_first` kept it; None when there is none."""
-        async with self.conn.acquire("event store") as db:
+        async with self._connection() as db:
             raw = await db.fetchval(f"SELECT request_id FROM {self._streams} WHERE stream = $1 AND {_ALIVE}", stream)
         return request_id_from_json(raw)
 
@@ -316,21 +321,11 @@ class PostgresEventStore:
         """Drop every stream whose name starts with ``prefix`` (``"<session>/"``: the session's, by its index)."""
         s = self._streams
         tag, slash, rest = prefix.partition("/")
-        async with self.conn.acquire("event store") as db:
+        async with self._connection() as db:
             if slash and not rest:
                 await db.execute(f"DELETE FROM {s} WHERE session = $1", tag)
             else:
                 await db.execute(f"DELETE FROM {s} WHERE stream LIKE $1", _like(prefix))
-
-    async def sweep(self) -> int:
-        """Delete at most :data:`MAX_SWEEP` expired streams (and their events) now; how many went."""
-        s = self._streams
-        async with self.conn.acquire("event store") as db:
-            done = await db.execute(
-                f"DELETE FROM {s} WHERE stream IN (SELECT stream FROM {s} WHERE expires_at <= clock_timestamp() "
-                f"LIMIT {MAX_SWEEP})"
-            )
-        return int(done.rsplit(" ", 1)[-1])
 
     async def aclose(self) -> None:
         """Stop listening for appends; close the connection if this store made it."""
@@ -338,5 +333,4 @@ class PostgresEventStore:
         listener, self._listener = self._listener, None
         if listener is not None:
             listener.terminate()
-        if self._owns:
-            await self.conn.aclose()
+        await super().aclose()

@@ -19,8 +19,8 @@ __all__ = ["SweptTable"]
 
 class SweptTable:
     """The connection and the clean-up of a store kept in one table (``<prefix><name>``) whose rows expire (see the
-    module docstring); the session store and the OAuth storage derive from it, each naming its table in the class
-    attributes below.
+    module docstring); the session and event stores and the OAuth storage derive from it, each naming its table in
+    the class attributes below.
 
     Args:
         postgres: a URL or a shared :class:`~mcpkit.stores.postgres.PostgresConnection`.
