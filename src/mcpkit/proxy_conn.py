@@ -145,8 +145,9 @@ class UpstreamConn:
 
     async def log(self, params: JSONDict) -> None:
         """A log message of the upstream: to the request it was sent about (the upstream said so, on that request's
-        own stream: :data:`~mcpkit.engine.ORIGIN`; dropped when that one has ended, never another client's), else
-        to the request that holds the connection when exactly one does, else to the client session."""
+        own stream: :data:`~mcpkit.engine.ORIGIN`; a 2026-07-28 request's dropped when it has ended, never another
+        client's; a client session's request's on its session then), else to the request that holds the connection
+        when exactly one does, else to the client session."""
         level, data, name = params.get("level"), params.get("data"), params.get("logger")
         if not isinstance(level, str):
             return
@@ -155,6 +156,8 @@ class UpstreamConn:
             if origin not in self.leases:
                 return
             sctx: ServerRequestContext | None = origin.sctx
+        elif isinstance(origin, ServerRequestContext):  # (a request of the client session it speaks for)
+            sctx = origin if origin in self.inflight else None  # (ended: to the session, below)
         else:
             sctx = self._speaker()
         with contextlib.suppress(Exception):

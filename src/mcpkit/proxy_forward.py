@@ -121,9 +121,11 @@ class Forwarding(MCPKit):
             conn = await upstream.session_conn(sctx.session)  # type: ignore[arg-type]
             assert conn.client is not None
             conn.inflight.append(sctx)
+            origin = ORIGIN.set(sctx)  # (what the upstream sends on the request's stream is about it: its logs)
             try:
                 result = await conn.client.session.request(method, params, on_progress=progress)
             finally:
+                ORIGIN.reset(origin)
                 conn.inflight.remove(sctx)
         if progress is not None:
             await progress.flush()
