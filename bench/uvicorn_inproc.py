@@ -3,9 +3,11 @@
     python bench/uvicorn_inproc.py floor_asgi mcpkit_server mcpkit_def [--era modern] [--rounds 3]
     python bench/uvicorn_inproc.py floor_asgi /path/to/old/src:mcpkit_server mcpkit_server
 
-Each contender is ``[PYTHONPATH:]module`` (a server of ``bench/servers`` with ``make_asgi``/``make_app``). Each runs
-in a fresh process: uvicorn's protocol of the suite's parser (``HttpToolsProtocol``, or ``H11Protocol`` with
-``BENCH_HTTP_PARSER=h11``) over in-memory transports, 32
+Each contender is ``[PYTHONPATH:]module`` (a server of ``bench/servers`` with ``make_asgi``/``make_app``, or
+``served_config``: the uvicorn configuration its script serves with, mcpkit's ``build_server`` with its protocol
+lane or floor_lane's). Each runs in a fresh process: uvicorn's protocol of the suite's parser (``HttpToolsProtocol``,
+or ``H11Protocol`` with ``BENCH_HTTP_PARSER=h11``; the script's own subclass with ``served_config``) over in-memory
+transports, 32
 connections with a request in flight each, ``tools/call echo`` as in the suite's ``http_c32``/``http_modern``
 cases. What it measures is the process's CPU time per call with the system calls taken out, which makes
 differences of a microsecond visible that the socket-level A/B (``bench/ab.py``) cannot separate from
@@ -84,15 +86,14 @@ async def _child(module: str, era: str, calls: int, concurrency: int, profile: s
     from uvicorn.lifespan.on import LifespanOn
     from uvicorn.server import ServerState
 
-    if UVICORN_CONFIG["http"] == "httptools":
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Protocol
-    else:
-        from uvicorn.protocols.http.h11_impl import H11Protocol as Protocol
-
     mod = importlib.import_module(module)
-    app = mod.make_asgi(False) if hasattr(mod, "make_asgi") else mod.make_app(False)
-    config = Config(app, port=8000, **UVICORN_CONFIG)
+    if hasattr(mod, "served_config"):  # served as its script serves it (mcpkit's build_server, floor_lane)
+        config = mod.served_config(False)
+    else:
+        app = mod.make_asgi(False) if hasattr(mod, "make_asgi") else mod.make_app(False)
+        config = Config(app, port=8000, **UVICORN_CONFIG)
     config.load()
+    Protocol = config.http_protocol_class
     state = ServerState()
     await LifespanOn(config).startup()
     loop = asyncio.get_running_loop()

@@ -36,15 +36,26 @@ UVICORN_CONFIG: dict[str, Any] = {
 }
 
 
-def serve(app: Any, port: int, protocol: type[Any] | None = None) -> None:
-    """Serve the ASGI ``app`` on stock uvicorn with the shared configuration (``protocol``: uvicorn's HTTP protocol
-    class to use instead of the one the shared ``http`` setting names)."""
+def config(app: Any, port: int, protocol: type[Any] | None = None) -> Any:
+    """The ``uvicorn.Config`` of the ASGI ``app`` on stock uvicorn with the shared configuration (``protocol``:
+    uvicorn's HTTP protocol class to use instead of the one the shared ``http`` setting names)."""
     import uvicorn
 
-    config = dict(UVICORN_CONFIG)
+    settings = dict(UVICORN_CONFIG)
     if protocol is not None:
-        config["http"] = protocol
-    uvicorn.Server(uvicorn.Config(app, port=port, **config)).run()
+        settings["http"] = protocol
+    return uvicorn.Config(app, port=port, **settings)
+
+
+def serve(app: Any, port: int, protocol: type[Any] | None = None) -> None:
+    """Serve :func:`config`."""
+    import uvicorn
+
+    uvicorn.Server(config(app, port, protocol)).run()
+
+
+#: the shared settings mcpkit's own serving takes (uvicorn's ``ws`` and ``lifespan`` are build_server's to set)
+MCPKIT_SHARED = ("log_level", "access_log", "loop", "http", "timeout_keep_alive", "timeout_graceful_shutdown")
 
 
 def serve_mcpkit(server: Any, port: int, stateless: bool) -> None:
@@ -53,9 +64,17 @@ def serve_mcpkit(server: Any, port: int, stateless: bool) -> None:
     shared settings (loop, parser, keep-alive, access log, log level, graceful timeout)."""
     from mcpkit.transports.http import serve as serve_http
 
-    shared = ("log_level", "access_log", "loop", "http", "timeout_keep_alive", "timeout_graceful_shutdown")
-    settings = {key: UVICORN_CONFIG[key] for key in shared}
+    settings = {key: UVICORN_CONFIG[key] for key in MCPKIT_SHARED}
     serve_http(server, "http", "127.0.0.1", port, announce=False, stateless=stateless, json_response=True, **settings)
+
+
+def mcpkit_config(server: Any, stateless: bool) -> Any:
+    """The ``uvicorn.Config`` :func:`serve_mcpkit` serves with (``build_server``'s), for the in-process tools
+    (``bench/uvicorn_inproc.py``)."""
+    from mcpkit.transports.http import build_server
+
+    settings = {key: UVICORN_CONFIG[key] for key in MCPKIT_SHARED}
+    return build_server(server, "http", "127.0.0.1", 0, stateless=stateless, json_response=True, **settings).config
 
 
 def main(

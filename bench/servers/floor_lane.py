@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _serve import main, serve
+from _serve import config, main
 from floor_asgi import _run_stdio, make_app
 
 JSON_LINE = b"content-type: application/json\r\n"
@@ -80,9 +80,16 @@ def lane_protocol(post: Any) -> type[Any]:
     return FloorLane
 
 
-def serve_http(port: int, stateless: bool) -> None:
+def served_config(stateless: bool, port: int = 0) -> Any:
+    """The shared uvicorn configuration of floor_asgi's app, with this protocol (also bench/uvicorn_inproc.py's)."""
     app = make_app(stateless)
-    serve(app, port, lane_protocol(app.post))
+    return config(app, port, lane_protocol(app.post))
+
+
+def serve_http(port: int, stateless: bool) -> None:
+    import uvicorn
+
+    uvicorn.Server(served_config(stateless, port)).run()
 
 
 if __name__ == "__main__":

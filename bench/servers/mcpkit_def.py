@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _serve import main, serve_mcpkit
+from _serve import main, mcpkit_config, serve_mcpkit
 
 from mcpkit import MCPKit
 
@@ -44,6 +44,11 @@ def make_asgi(stateless: bool) -> Any | None:
 
 def serve_http(port: int, stateless: bool) -> None:
     serve_mcpkit(app, port, stateless)
+
+
+def served_config(stateless: bool) -> Any:
+    """What serve_http serves, as a uvicorn Config (bench/uvicorn_inproc.py)."""
+    return mcpkit_config(app, stateless)
 
 
 if __name__ == "__main__":

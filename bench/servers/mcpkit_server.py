@@ -12,7 +12,7 @@ import asyncio
 from typing import Any
 
 from _growth import SLOW_TOOL, SLOW_TOOL_SECONDS, extra_resources, extra_tools, resource_uri, slow_tool
-from _serve import main, serve_mcpkit
+from _serve import main, mcpkit_config, serve_mcpkit
 
 from mcpkit import MCPKit
 
@@ -66,6 +66,11 @@ def run_http(port: int, stateless: bool) -> None:
 
 def serve_http(port: int, stateless: bool) -> None:
     serve_mcpkit(app, port, stateless)
+
+
+def served_config(stateless: bool) -> Any:
+    """What serve_http serves, as a uvicorn Config (bench/uvicorn_inproc.py)."""
+    return mcpkit_config(app, stateless)
 
 
 if __name__ == "__main__":
