@@ -15,8 +15,10 @@ import contextvars
 import logging
 import re
 import socket
+import ssl
 import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -326,6 +328,52 @@ async def test_an_app_that_uvicorn_wraps_goes_the_asgi_way(cycles: list[str]) ->
     which would ask the app directly, stays out."""
     async with serving(forwarded_allow_ips="127.0.0.1") as (port, _):
         conn = await Conn.open(port)
+        headers = await session_of(conn)
+        (answer,) = await conn.exchange(post(call(1, "add", {"a": 1, "b": 1}), headers))
+        conn.close()
+    assert b'"text":"2"' in answer
+    assert len(cycles) == 2 + 1
+
+
+def _self_signed(where: Path) -> tuple[str, str]:
+    """A key and a certificate for 127.0.0.1, written under ``where``."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .sign(key, hashes.SHA256())
+    )
+    keyfile, certfile = where / "key.pem", where / "cert.pem"
+    keyfile.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    certfile.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return str(keyfile), str(certfile)
+
+
+async def test_a_tls_connection_goes_the_asgi_way(cycles: list[str], tmp_path: Path) -> None:
+    """Over TLS the read callback is the socket's, below asyncio's TLS protocol, which a hand-over could not pause:
+    the lane stays out."""
+    keyfile, certfile = _self_signed(tmp_path)
+    async with serving(ssl_keyfile=keyfile, ssl_certfile=certfile) as (port, _):
+        context = ssl.create_default_context(cafile=certfile)
+        conn = Conn(*await asyncio.open_connection("127.0.0.1", port, ssl=context))
         headers = await session_of(conn)
         (answer,) = await conn.exchange(post(call(1, "add", {"a": 1, "b": 1}), headers))
         conn.close()

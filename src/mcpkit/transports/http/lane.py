@@ -15,7 +15,8 @@ pipeline, the guard's timeouts and ``server_state`` follow as they do after any 
 The ASGI way, with the body in hand, serves everything else:
 
 * decided before the app is asked (the head): uvicorn wrapping the app (its proxy-headers middleware, with
-  ``forwarded_allow_ips``: the scope is the middleware's to rewrite), a method other than POST, another path (or
+  ``forwarded_allow_ips``: the scope is the middleware's to rewrite), TLS (the read callback is the socket's, below
+  asyncio's TLS protocol, which the hand-over could not pause), a method other than POST, another path (or
   any query, or ``root_path``), HTTP/1.0 or ``Connection: close``, ``Expect: 100-continue``, an upgrade, a
   request pipelined behind one still being served, ``limit_concurrency`` reached (its 503);
 * decided on the way: a body that grows past uvicorn's flow-control mark (64 KiB) before it is whole (the app
@@ -122,6 +123,7 @@ def lane_protocol(base: type[asyncio.Protocol], mcp: MCPApp) -> type[asyncio.Pro
             self._lane_next = (
                 self.url == path
                 and self.app is mcp  # (uvicorn's app unwrapped: no proxy-headers middleware rewrites the scope)
+                and self.scheme == "http"  # (TLS: the reader is the socket's, under the TLS protocol: see below)
                 and not self.expect_100_continue
                 and parser.get_method() == b"POST"
                 and parser.get_http_version() == "1.1"
