@@ -64,6 +64,9 @@ class _Transport(asyncio.Transport):
     def resume_reading(self) -> None:
         pass
 
+    def is_reading(self) -> bool:
+        return True
+
     def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
         pass
 

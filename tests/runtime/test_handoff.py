@@ -163,6 +163,58 @@ async def test_loop_keeps_serving_while_an_inline_call_sleeps(watch: str) -> Non
     assert loop._thread_id == threading.get_ident()  # type: ignore[attr-defined]
 
 
+async def test_a_read_callbacks_call_is_handed_over_with_its_reading_paused_until_it_returns(watch: str) -> None:
+    """``reader_calls`` (the HTTP lane: an inline call made by a transport's read callback, not a task): the hand-over
+    pauses the transport's reading on the stand-in's first turn, and it is resumed once the call has returned; a
+    transport that cannot say whether it reads is served as before, and its call still returns its value."""
+    loop = asyncio.get_running_loop()
+    guard = handoff_for(loop)
+    assert guard is not None
+    _inline(lambda a, k: None, (), {})
+    await _watched_by(guard, watch)
+    await asyncio.sleep(0.1)
+
+    class Reader:
+        def __init__(self, tells: bool) -> None:
+            self.tells = tells
+            self.reading = True
+            self.log: list[str] = []
+
+        def is_reading(self) -> bool:
+            if not self.tells:
+                raise NotImplementedError
+            return self.reading
+
+        def pause_reading(self) -> None:
+            self.reading = False
+            self.log.append(f"paused on {threading.current_thread().name}")
+
+        def resume_reading(self) -> None:
+            self.reading = True
+            self.log.append(f"resumed on {threading.current_thread().name}")
+
+        def is_closing(self) -> bool:
+            return False
+
+    for tells in (True, False):
+        reader = Reader(tells)
+        done: asyncio.Future[Any] = loop.create_future()
+
+        def callback(reader: Reader = reader, done: asyncio.Future[Any] = done) -> None:
+            assert asyncio.current_task() is None  # (a callback, as a transport's read callback is)
+            try:
+                done.set_result(loop_handoff.reader_calls(reader, _inline, sleeper(0.05, guard), (), {}))
+            except BaseException as exc:  # (the test reads it below)
+                done.set_exception(exc)
+
+        h0 = guard.handovers
+        loop.call_soon(callback)
+        assert await asyncio.wait_for(done, 20) == threading.current_thread().name
+        assert guard.handovers - h0 == 1 and not guard.lost and guard.reader is None
+        me = threading.current_thread().name
+        assert reader.log == (["paused on mcpkit-loop-stand-in", f"resumed on {me}"] if tells else []), reader.log
+
+
 async def test_loop_keeps_serving_while_an_inline_call_computes(watch: str) -> None:
     """A CPU-bound inline call (pure Python, 0.5 s): the stand-in gets the GIL at least every switch
     interval, so the loop is still served within 50 ms."""

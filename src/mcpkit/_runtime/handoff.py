@@ -454,9 +454,11 @@ class LoopHandoff:
         sys.set_asyncgen_hooks(firstiter=loop._asyncgen_firstiter_hook, finalizer=loop._asyncgen_finalizer_hook)
         try:
             reader, self._held_reader = self._held_reader, None
-            if reader is not None and reader.is_reading():  # (the interrupted callback is its reader: see above)
-                reader.pause_reading()
-                self.paused_reader = reader
+            if reader is not None:  # (the interrupted callback is its reader: see above)
+                with contextlib.suppress(Exception):  # (a transport that cannot tell or pause: served as before)
+                    if reader.is_reading():
+                        reader.pause_reading()
+                        self.paused_reader = reader
             while not self._reclaim and not loop._stopping:
                 loop._run_once()
         except BaseException as exc:  # a callback raised SystemExit/KeyboardInterrupt: the owner re-raises it
