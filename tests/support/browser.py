@@ -70,7 +70,22 @@ def screenshot(page: Any, name: str) -> Path:
     return path
 
 
-class InspectorProcess:
+class InspectorURL:
+    """The parts of an inspector's ``url`` (``http://127.0.0.1:PORT/#token=...``) the browser tests use."""
+
+    url: str
+
+    @property
+    def base(self) -> str:
+        """``http://127.0.0.1:PORT`` (no token)."""
+        return self.url.split("/#", 1)[0]
+
+    @property
+    def token(self) -> str:
+        return self.url.split("#token=", 1)[1]
+
+
+class InspectorProcess(InspectorURL):
     """``mcpkit <command> ... --no-browser`` (inspect or dev) as a real subprocess; ``url`` is the page it printed."""
 
     def __init__(self, *args: str, cwd: str | None = None, env: dict[str, str] | None = None, timeout: float = 30.0):
@@ -110,15 +125,6 @@ class InspectorProcess:
             self.stop()
             raise AssertionError(f"mcpkit {args[0]} printed no URL in {wait.elapsed:.0f}s: {''.join(seen)}\n{err}")
 
-    @property
-    def base(self) -> str:
-        """``http://127.0.0.1:PORT`` (no token)."""
-        return self.url.split("/#", 1)[0]
-
-    @property
-    def token(self) -> str:
-        return self.url.split("#token=", 1)[1]
-
     def stop(self) -> None:
         self._end()
         for stream in (self.proc.stdout, self.proc.stderr):
@@ -137,7 +143,7 @@ class InspectorProcess:
                 self.proc.wait()
 
 
-class InspectorThread:
+class InspectorThread(InspectorURL):
     """An :class:`~mcpkit.inspector.Inspector` served in this process (``start_inspector``: uvicorn on 127.0.0.1, a
     real connection to ``target``) on an event loop of its own thread, for a test that acts inside the inspector at
     a moment it chooses: ``run(fn)`` calls ``fn()`` in one callback of that loop (nothing else runs there meanwhile:
@@ -165,15 +171,6 @@ class InspectorThread:
             self._end_loop()
             raise
         self.url: str = self.running.url
-
-    @property
-    def base(self) -> str:
-        """``http://127.0.0.1:PORT`` (no token)."""
-        return self.url.split("/#", 1)[0]
-
-    @property
-    def token(self) -> str:
-        return self.url.split("#token=", 1)[1]
 
     def run(self, fn: Any) -> Any:
         """``fn()`` called on the inspector's loop, in one callback (awaited, when it is a coroutine function that
