@@ -575,6 +575,7 @@ def test_nothing_is_imported_without_telemetry(tmp_path: Path) -> None:
 
 
 def test_an_uninstrumented_peer_pays_one_attribute_test() -> None:
-    from mcpkit.engine.outgoing import Requests
+    from mcpkit.engine import NULL_OUTBOX, Peer
 
-    assert Requests.tracer is None  # (the class default every peer reads: no tracer, nothing done per request)
+    # (no tracer unless one is set, nothing done per request then)
+    assert Peer(NULL_OUTBOX, request_handler=lambda ctx: {}).tracer is None

@@ -116,6 +116,8 @@ class RequestTracer(Protocol):
 class Requests:
     """Outgoing requests and notifications of a peer (see :class:`~mcpkit.engine.peer.Peer` for the options)."""
 
+    # (slots, as Peer's: what the layers above set on a peer is declared, there is no __dict__ to grow)
+    __slots__ = ("_next_id", "_pending", "id_base", "network", "tracer", "unclaimed_progress")
     outbox: Outbox
     name: str
     default_timeout: float | None
@@ -132,17 +134,17 @@ class Requests:
     #: Added to the counter of the ids this peer gives its requests (1, 2, ...). Several workers serving one
     #: session give their copies distinct bases (``worker << 32``, see ``mcpkit.stores.log``), so a request id
     #: is unique across workers and names the worker waiting for the answer.
-    id_base: int = 0
+    id_base: int  # (0)
     #: receives ``notifications/progress`` params for a token no request of ours is waiting on (a 2025-11-25 task
     #: keeps its request's token after the request was answered); None: such progress is dropped
-    unclaimed_progress: Callable[[JSONDict], None] | None = None
+    unclaimed_progress: Callable[[JSONDict], None] | None
     tap: TapHub | None  # the message tap (see mcpkit.engine.tap)
     channel: int
     #: watches every request this peer sends (None: nothing is done, one attribute test per request)
-    tracer: RequestTracer | None = None
+    tracer: RequestTracer | None
     #: the transport its messages travel over, as OpenTelemetry's ``network.transport`` names it ("pipe": stdio;
     #: "tcp"; "unix": a Unix domain socket), set by whoever made the peer for a connection; None: not known, in memory
-    network: str | None = None
+    network: str | None
 
     def _tapped(self, direction: str, msg: Outgoing) -> None:
         """Show ``msg`` to the tap (called only when there is one)."""

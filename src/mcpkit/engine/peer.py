@@ -54,7 +54,7 @@ from .messages import (
     Outgoing,
     _new,
 )
-from .outgoing import Requests, _Pending
+from .outgoing import Requests, RequestTracer, _Pending
 from .runner import RequestRunner, drain, start_request_task
 from .tap import IN, OUT, TapHub, described
 from .waiting import DEFAULT_MAX_WAITING_BYTES, WaitingLine, enter_line, from_line, give_up
@@ -103,6 +103,38 @@ class Peer(Requests):
             none; the owner may set :attr:`tap` later).
     """
 
+    # Slots: every attribute is declared (a __dict__ of more than 30 keys, CPython 3.11's limit for keys shared
+    # between the instances of a class, makes every attribute read of the peer slower: 1.4k instructions more per
+    # tools/call, measured with three more names), and nothing else can be set on a peer.
+    __slots__ = (
+        "__weakref__",
+        "_active",
+        "_batch_answers",
+        "_cancel_sends",
+        "_closed",
+        "_inflight",
+        "_max_concurrency",
+        "_runner",
+        "_slot_waiters",
+        "_stopped",
+        "_tasks",
+        "_waiting",
+        "batch_policy",
+        "batch_refusal",
+        "cancel_timeout",
+        "channel",
+        "default_timeout",
+        "max_batch_size",
+        "max_timeout",
+        "name",
+        "notification_handler",
+        "on_input_end",
+        "outbox",
+        "request_handler",
+        "request_policy",
+        "tap",
+    )
+
     def __init__(
         self,
         outbox: Outbox,
@@ -121,39 +153,43 @@ class Peer(Requests):
         cancel_timeout: float = 5.0,
         tap: TapHub | None = None,
     ) -> None:
-        self.outbox = outbox
-        self.tap = tap
+        self.outbox: Outbox = outbox
+        self.tap: TapHub | None = tap
         self.channel: int = next(_channels)
-        self.request_handler = request_handler
-        self.notification_handler = notification_handler
-        self.batch_policy = batch_policy
-        self.request_policy = request_policy
-        self.default_timeout = default_timeout
-        self.max_timeout = max_timeout
-        self.cancel_timeout = cancel_timeout
-        self.name = name
-        self._next_id = 0
+        self.request_handler: RequestHandler = request_handler
+        self.notification_handler: NotificationHandler | None = notification_handler
+        self.batch_policy: BatchPolicy | None = batch_policy
+        self.request_policy: RequestPolicy | None = request_policy
+        self.default_timeout: float | None = default_timeout
+        self.max_timeout: float | None = max_timeout
+        self.cancel_timeout: float = cancel_timeout
+        self.name: str = name
+        self.id_base: int = 0
+        self.unclaimed_progress: Callable[[JSONDict], None] | None = None
+        self.tracer: RequestTracer | None = None
+        self.network: str | None = None
+        self._next_id: int = 0
         self._pending: dict[RequestId, _Pending] = {}
         self._inflight: dict[RequestId, RequestContext] = {}
-        self._max_concurrency = max_concurrency
-        self.max_batch_size = max_batch_size
+        self._max_concurrency: int = max_concurrency
+        self.max_batch_size: int = max_batch_size
         # what a refused batch is told (the layer above may name the revision that has no batches)
-        self.batch_refusal = "batches are not supported in this protocol revision"
-        self._active = 0  # running request tasks started by the reader (bounded by max_concurrency)
+        self.batch_refusal: str = "batches are not supported in this protocol revision"
+        self._active: int = 0  # running request tasks started by the reader (bounded by max_concurrency)
         self._slot_waiters: deque[asyncio.Future[None]] = deque()
-        self._batch_answers = PendingAnswers(max_concurrency)  # batches whose answer is not sent yet
+        self._batch_answers: PendingAnswers = PendingAnswers(max_concurrency)  # batches whose answer is not sent yet
         # requests that wait for a slot while the reader goes on (see mcpkit.engine.waiting); empty while one is free
-        self._waiting = WaitingLine(max_concurrency if max_waiting is None else max_waiting, max_waiting_bytes)
+        line = max_concurrency if max_waiting is None else max_waiting
+        self._waiting: WaitingLine = WaitingLine(line, max_waiting_bytes)
         self._closed: BaseException | None = None
         self._stopped: str | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._cancel_sends: set[asyncio.Task[None]] = set()  # notifications/cancelled in flight (each bounded)
         #: called when :meth:`run`'s input ends, before the drain (the owner ends what never ends by itself)
         self.on_input_end: Callable[[], None] | None = None
-        # runs the requests the reader takes (see _queue). (Each attribute set here is one more key of every peer's
-        # __dict__: past 30, CPython 3.11 stops sharing the keys between instances and every attribute read of the
-        # peer gets slower. The hot path's additions live on the runner, which has slots.)
-        self._runner = RequestRunner(self)
+        # runs the requests the reader takes (see _queue); (pyright matches a protocol's callable attribute against a
+        # slot as if it were a method: a false alarm, the instance's request_handler is the plain callable)
+        self._runner: RequestRunner = RequestRunner(self)  # pyright: ignore[reportArgumentType]
 
     # ------------------------------------------------------------------ incoming
 
