@@ -94,3 +94,14 @@ async def test_a_result_with_its_own_meta_or_returned_again_in_either_era_is_sha
         params = {"name": "kept", "arguments": {}}
         answer = await _ask(client, {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": params})
         assert orjson.loads(answer) == {"jsonrpc": "2.0", "id": 5, "result": {"content": [], "isError": False}}
+
+
+async def test_a_server_info_beyond_orjsons_integers_is_still_answered_in_modern_results() -> None:
+    """A server's info is anyone's JSON (a proxy takes its upstream's): one beyond orjson's integers is written
+    exactly, and the server answers as usual."""
+    server = Server("wide")
+    server.info = {"name": "wide", "version": "1", "build": 2**70}
+    server.set_handler("tools/call", lambda ctx, params: {"content": []})
+    async with _serving(server) as client:
+        answer = json.loads(await _ask(client, _call(1)))
+        assert answer["result"]["_meta"] == {META_SERVER_INFO: {"name": "wide", "version": "1", "build": 2**70}}

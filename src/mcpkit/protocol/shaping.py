@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from .jsonrpc import dumps_wide
 from .versions import META_SERVER_INFO, Features
 
 LIST_RESULT_KEYS: dict[str, str] = {
@@ -47,10 +48,14 @@ def shape_implementation(info: dict[str, Any], feats: Features) -> dict[str, Any
 
 def server_meta(info: dict[str, Any]) -> orjson.Fragment:
     """The ``_meta`` of a 2026-07-28 result that has none of its own: the server's ``info`` (its ``Implementation``)
-    under ``io.modelcontextprotocol/serverInfo``, encoded once (a server keeps it while its info stays the same
-    object): :func:`shape_result` puts these bytes into every such result, where orjson writes them as they are.
-    A TypeError (or ``orjson.JSONEncodeError``) for an ``info`` that is no JSON."""
-    return orjson.Fragment(orjson.dumps({META_SERVER_INFO: info}))
+    under ``io.modelcontextprotocol/serverInfo``, encoded once (``Server.info``'s setter keeps it):
+    :func:`shape_result` puts these bytes into every such result, where orjson writes them as they are.
+    A TypeError for an ``info`` that is no JSON."""
+    meta = {META_SERVER_INFO: info}
+    try:
+        return orjson.Fragment(orjson.dumps(meta))
+    except TypeError as exc:  # (an upstream's info, for a proxy: beyond orjson's integers, say)
+        return orjson.Fragment(dumps_wide(meta, exc))
 
 
 def _decoded(meta: Any) -> Any:

@@ -20,8 +20,6 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import orjson
-
 from .._options import check_choice, named_options
 from ..engine import MODERN_BATCH_REFUSAL, NULL_OUTBOX, BaseConnection, Outbox, Peer, RequestContext
 from ..engine.tap import Tap, TapHub
@@ -148,9 +146,7 @@ class Server(ChangeFanout, Runnable):
             info["websiteUrl"] = website_url
         if icons:
             info["icons"] = [i if isinstance(i, dict) else i.dump() for i in icons]
-        self.info = info  #: the server's ``Implementation`` (``serverInfo``): replace it to change it, not its items
-        self._meta_info: JSONDict | None = None  # the info _meta_bytes was encoded from (see _server_meta)
-        self._meta_bytes: orjson.Fragment | None = None
+        self.info = info
         self.instructions = instructions
         vs = tuple(v for v in versions)
         for v in vs:
@@ -186,6 +182,17 @@ class Server(ChangeFanout, Runnable):
         self.change_observers: list[Callable[[str, str], None]] = []
         self._taps = TapHub()
         self._tap: TapHub | None = None  # the taps while there are any (what each peer of this server is given)
+
+    @property
+    def info(self) -> JSONDict:
+        """The server's ``Implementation`` (``serverInfo``: name, version, ...). Set it to change it, not its items:
+        the ``_meta`` of the 2026-07-28 results is encoded from it once, when it is set."""
+        return self._info
+
+    @info.setter
+    def info(self, info: JSONDict) -> None:
+        self._meta_bytes = server_meta(info)  # (what shape_result puts in every modern result without a _meta)
+        self._info = info
 
     def declare_extension(self, extension_id: str, settings: JSONDict | None = None, *, versions: Any = None) -> None:
         """Declare an extension (``{}`` settings by default) in the revisions ``versions`` (default: all); handlers
@@ -383,19 +390,7 @@ class Server(ChangeFanout, Runnable):
             result: JSONDict = pending
         except (InputRequired, ResourceNotFound) as exc:
             result = self._settle(exc, sctx, method, params, feats)
-        if not feats.modern:
-            return shape_result(method, result, feats)
-        info = self._meta_bytes if self.info is self._meta_info else self._server_meta()
-        return shape_result(method, result, feats, info)
-
-    def _server_meta(self) -> orjson.Fragment | None:
-        """The ``_meta`` of the 2026-07-28 results (:func:`~mcpkit.protocol.shaping.server_meta`), encoded once for
-        the server's :attr:`info`, again when it is replaced."""
-        info = self.info
-        if info is not self._meta_info:
-            self._meta_bytes = server_meta(info)
-            self._meta_info = info
-        return self._meta_bytes
+        return shape_result(method, result, feats, self._meta_bytes if feats.modern else None)
 
     def _call_handler(self, sctx: ServerRequestContext, method: str, params: JSONDict, feats: Features) -> Any:
         """Call the handler of ``method`` (a registered one, else the built-in): what it returns, a result or what
@@ -433,7 +428,7 @@ class Server(ChangeFanout, Runnable):
         if not isinstance(result, dict):
             raise TypeError(f"an interceptor of {method!r} returned {type(result).__name__}, not a result dict")
         # shaped as a copy: what the chain returned stays as it was (an interceptor may keep it, e.g. in a cache)
-        return shape_result(method, dict(result), feats, self._server_meta() if feats.modern else None)
+        return shape_result(method, dict(result), feats, self._meta_bytes if feats.modern else None)
 
     async def _dispatched(
         self,
@@ -455,7 +450,7 @@ class Server(ChangeFanout, Runnable):
             result = result.model_dump(by_alias=True, exclude_none=True, mode="json")
         if not shaped:
             return result  # type: ignore[no-any-return]
-        return shape_result(method, result, feats, self._server_meta() if feats.modern else None)
+        return shape_result(method, result, feats, self._meta_bytes if feats.modern else None)
 
     def _settle(
         self,

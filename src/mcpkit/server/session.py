@@ -47,7 +47,9 @@ def _nothing() -> None:
 class SessionServer(HostedServer, Protocol):
     """What a :class:`ServerSession` needs of its server (``Server``)."""
 
-    info: JSONDict
+    @property
+    def info(self) -> JSONDict: ...  # (read only here: a property of Server, whose setter encodes it)
+
     instructions: str | None
     max_client_metadata: int
     _intercepting: Interceptors | None
