@@ -83,20 +83,23 @@ def cycles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 @contextlib.asynccontextmanager
-async def serving(stock: bool = False, app: MCPKit | None = None, **options: Any) -> AsyncIterator[tuple[int, Any]]:
+async def serving(
+    stock: bool = False, app: MCPKit | None = None, json_response: bool = True, **options: Any
+) -> AsyncIterator[tuple[int, Any]]:
     """``make_app()`` served in this loop, through ``build_server`` (the lane) or, ``stock``, its ASGI app on stock
-    uvicorn with httptools; yields (port, uvicorn server)."""
+    uvicorn with httptools; yields (port, uvicorn server). ``json_response``: the endpoint's option (False, the
+    default of ``app.run``: an answer made at once is one JSON body, anything sent before it makes it SSE)."""
     served = app or make_app()
     options.setdefault("timeout_graceful_shutdown", 1)
     if stock:
         origins, hosts = default_policy("127.0.0.1", None, None)
-        asgi = create_app(served, json_response=True, allowed_origins=origins, allowed_hosts=hosts)
+        asgi = create_app(served, json_response=json_response, allowed_origins=origins, allowed_hosts=hosts)
         config = uvicorn.Config(
             asgi, host="127.0.0.1", port=0, http="httptools", loop="asyncio", **{"log_level": "warning", **options}
         )
         userver = uvicorn.Server(config)
     else:
-        userver = build_server(served, "http", "127.0.0.1", 0, json_response=True, **options)
+        userver = build_server(served, "http", "127.0.0.1", 0, json_response=json_response, **options)
     task = asyncio.get_running_loop().create_task(userver.serve())
     while not userver.started:
         if task.done():
@@ -182,12 +185,14 @@ def modern_call(rid: int, name: str, arguments: dict[str, Any]) -> bytes:
     return post(body, modern_headers("tools/call", name))
 
 
-async def both(raws: list[Any], errors: list[logging.LogRecord] | None = None) -> tuple[list[bytes], list[bytes]]:
+async def both(
+    raws: list[Any], errors: list[logging.LogRecord] | None = None, json_response: bool = True
+) -> tuple[list[bytes], list[bytes]]:
     """Each of ``raws`` (bytes, or ``fn(headers of a session) -> bytes``) sent on one connection to the lane and one
     to stock uvicorn; the answers of each, masked. ``errors``: gets the records of uvicorn's error log."""
     out: list[list[bytes]] = []
     for stock in (False, True):
-        async with serving(stock) as (port, _):
+        async with serving(stock, json_response=json_response) as (port, _):
             conn = await Conn.open(port)
             headers = await session_of(conn)
             got = []
@@ -204,15 +209,20 @@ async def both(raws: list[Any], errors: list[logging.LogRecord] | None = None) -
 # ------------------------------------------------------------------------------------------- the lane itself
 
 
-async def test_inline_calls_are_answered_with_the_bytes_of_the_asgi_way_without_a_cycle(cycles: list[str]) -> None:
-    """Both eras: a plain def tool run inline is answered on the lane (no ASGI cycle for any of its calls) with
-    the very bytes stock uvicorn sends for the mounted app, headers included."""
+@pytest.mark.parametrize("json_response", [True, False], ids=["json_response", "default"])
+async def test_inline_calls_are_answered_with_the_bytes_of_the_asgi_way_without_a_cycle(
+    json_response: bool, cycles: list[str]
+) -> None:
+    """Both eras, with ``json_response`` and without (the default): a plain def tool run inline is answered on the
+    lane (no ASGI cycle for any of its calls) with the very bytes stock uvicorn sends for the mounted app, headers
+    included; so is an error made at once (an unknown tool)."""
     raws = [
         *(lambda h, i=i: post(call(10 + i, "add", {"a": i, "b": 2}), h) for i in range(5)),
         *(modern_call(20 + i, "add", {"a": i, "b": 3}) for i in range(5)),
         lambda h: post(call(30, "add", {"a": "not a number", "b": 1}), h),  # (an isError result, at once too)
+        modern_call(31, "nope", {}),  # (a JSON-RPC error made at once)
     ]
-    lane, stock = await both(raws)
+    lane, stock = await both(raws, json_response=json_response)
     assert lane == stock
     assert b'"text":"4"' in lane[2] and b"server: uvicorn" in lane[0] and b"date: -" in lane[0]
     # lane: initialize and notifications/initialized (a session to open, a notification: the ASGI way), then none;

@@ -190,7 +190,12 @@ class ModernRoutes:
         stream = Stream(self.answers.sse, None, 0, UNDECIDED)  # (the answer is returned, not sent through it)
         ctx = peer.detached(msg.id, msg.method, params, stream, body)
         ctx.validated_meta = read
-        return self.answers.serve(stream, peer.run_detached(ctx), ctx, receive, send, ())
+        runner = peer.run_detached(ctx)
+        if type(runner) is Outgoing:
+            # answered at once: nothing can have gone out before it (the stream's sends are awaited), so it is the
+            # one application/json body Answerer.serve would send, with the same status: the endpoint sends it
+            return runner
+        return self.answers.serve(stream, runner, ctx, receive, send, ())
 
     def validate(
         self,
