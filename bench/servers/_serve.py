@@ -77,6 +77,27 @@ def mcpkit_config(server: Any, stateless: bool) -> Any:
     return build_server(server, "http", "127.0.0.1", 0, stateless=stateless, json_response=True, **settings).config
 
 
+class MCPKitEntries:
+    """The HTTP entry points of a contender script serving the mcpkit ``app`` (module attributes of the script:
+    ``make_asgi = entries.make_asgi``, ...): its ASGI app (``create_app``, ``json_response=True``), served as
+    ``app.run(transport="http")`` serves it (:func:`serve_mcpkit`), and that server's ``uvicorn.Config``
+    (:func:`mcpkit_config`, for ``bench/uvicorn_inproc.py``)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    def make_asgi(self, stateless: bool) -> Any | None:
+        from mcpkit.transports.http import create_app
+
+        return create_app(self.app, stateless=stateless, json_response=True)
+
+    def serve_http(self, port: int, stateless: bool) -> None:
+        serve_mcpkit(self.app, port, stateless)
+
+    def served_config(self, stateless: bool) -> Any:
+        return mcpkit_config(self.app, stateless)
+
+
 def main(
     run_stdio: Callable[[], None],
     make_asgi: Callable[[bool], Any | None] | None = None,

@@ -5,14 +5,10 @@ does (mcpkit's own protocol, with its lane)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from _serve import main
-from mcpkit_def import app, asgi_of
+from mcpkit_def import app, entries
 
-
-def make_asgi(stateless: bool) -> Any | None:
-    return asgi_of(app, stateless)
+make_asgi = entries.make_asgi
 
 
 if __name__ == "__main__":

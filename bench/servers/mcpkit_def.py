@@ -5,9 +5,7 @@ thread until the tool proves fast and non-blocking, then inline). Over HTTP it i
 
 from __future__ import annotations
 
-from typing import Any
-
-from _serve import main, mcpkit_config, serve_mcpkit
+from _serve import MCPKitEntries, main
 
 from mcpkit import MCPKit
 
@@ -29,26 +27,9 @@ def build(thread: bool | None = None) -> MCPKit:
     return served
 
 
-def asgi_of(served: MCPKit, stateless: bool) -> Any:
-    from mcpkit.transports.http import create_app
-
-    return create_app(served, stateless=stateless, json_response=True)
-
-
 app = build()
-
-
-def make_asgi(stateless: bool) -> Any | None:
-    return asgi_of(app, stateless)
-
-
-def serve_http(port: int, stateless: bool) -> None:
-    serve_mcpkit(app, port, stateless)
-
-
-def served_config(stateless: bool) -> Any:
-    """What serve_http serves, as a uvicorn Config (bench/uvicorn_inproc.py)."""
-    return mcpkit_config(app, stateless)
+entries = MCPKitEntries(app)
+make_asgi, serve_http, served_config = entries.make_asgi, entries.serve_http, entries.served_config
 
 
 if __name__ == "__main__":

@@ -3,25 +3,12 @@ no watch. Beside mcpkit-def it shows what the default sync policy costs under th
 
 from __future__ import annotations
 
-from typing import Any
-
-from _serve import main, mcpkit_config, serve_mcpkit
-from mcpkit_def import asgi_of, build
+from _serve import MCPKitEntries, main
+from mcpkit_def import build
 
 app = build(thread=False)
-
-
-def make_asgi(stateless: bool) -> Any | None:
-    return asgi_of(app, stateless)
-
-
-def serve_http(port: int, stateless: bool) -> None:
-    serve_mcpkit(app, port, stateless)
-
-
-def served_config(stateless: bool) -> Any:
-    """What serve_http serves, as a uvicorn Config (bench/uvicorn_inproc.py)."""
-    return mcpkit_config(app, stateless)
+entries = MCPKitEntries(app)
+make_asgi, serve_http, served_config = entries.make_asgi, entries.serve_http, entries.served_config
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import asyncio
 from typing import Any
 
 from _growth import SLOW_TOOL, SLOW_TOOL_SECONDS, extra_resources, extra_tools, resource_uri, slow_tool
-from _serve import main, mcpkit_config, serve_mcpkit
+from _serve import MCPKitEntries, main
 
 from mcpkit import MCPKit
 
@@ -64,13 +64,8 @@ def run_http(port: int, stateless: bool) -> None:
     app.run(**kwargs)
 
 
-def serve_http(port: int, stateless: bool) -> None:
-    serve_mcpkit(app, port, stateless)
-
-
-def served_config(stateless: bool) -> Any:
-    """What serve_http serves, as a uvicorn Config (bench/uvicorn_inproc.py)."""
-    return mcpkit_config(app, stateless)
+entries = MCPKitEntries(app)
+serve_http, served_config = entries.serve_http, entries.served_config
 
 
 if __name__ == "__main__":
