@@ -211,6 +211,9 @@ class ServerSession:
         meta = params.get("_meta") if params is not None else None
         if type(meta) is dict:
             if META_PROTOCOL_VERSION in meta:
+                if rc.sink is None and server.modern_versions:  # dispatch_modern's checks, without its frame
+                    era, caps, info, level = server.modern_context(meta)
+                    return server.dispatch(rc, self, era, caps, info, level)
                 return server.dispatch_modern(rc, self, meta)
         elif method in MODERN_ONLY:
             return server.dispatch_modern(rc, self)
