@@ -159,6 +159,9 @@ class StdioServerTransport(BaseConnection):
         self._out_bytes = 0
         self._flush_handle: asyncio.Handle | None = None
         self._load: Callable[[], int] | None = None
+        # the write transport's buffer was past WRITE_HIGH_WATER after our last write to it: it only shrinks until our
+        # next write, so while this is False a message that joins the burst needs no look at it
+        self._tail_over = False
 
     def set_fast_path(self, feed: Callable[[bytes], bool] | None, load: Callable[[], int] | None = None) -> None:
         """Optional shortcuts from the peer (``Peer.feed`` and ``Peer.inflight_count``).
@@ -236,9 +239,10 @@ class StdioServerTransport(BaseConnection):
                     self._flush_handle = _running_loop().call_soon(self._flush)
                 if self._out_bytes >= WRITE_HIGH_WATER:
                     self._flush()
-                elif transport.get_write_buffer_size() <= WRITE_HIGH_WATER:
+                elif not self._tail_over or transport.get_write_buffer_size() <= WRITE_HIGH_WATER:
                     return None
-            if transport.get_write_buffer_size() > WRITE_HIGH_WATER and self._flow is not None:
+            over = self._tail_over = transport.get_write_buffer_size() > WRITE_HIGH_WATER
+            if over and self._flow is not None:
                 return self._flow.drain()
             return None
         if self._blocking_out is not None:
@@ -255,13 +259,15 @@ class StdioServerTransport(BaseConnection):
             out.clear()
             self._out_bytes = 0
             return
+        transport = self._write_transport
         if len(out) == 1:
-            self._write_transport.write(out[0] + b"\n")
+            transport.write(out[0] + b"\n")
         else:
             out.append(b"")
-            self._write_transport.write(b"\n".join(out))
+            transport.write(b"\n".join(out))
         out.clear()
         self._out_bytes = 0
+        self._tail_over = transport.get_write_buffer_size() > WRITE_HIGH_WATER
 
     async def close(self) -> None:
         if self._closed:
