@@ -124,6 +124,7 @@ class Peer(Requests):
         "cancel_timeout",
         "channel",
         "default_timeout",
+        "inflight_count",
         "max_batch_size",
         "max_timeout",
         "name",
@@ -171,6 +172,9 @@ class Peer(Requests):
         self._next_id: int = 0
         self._pending: dict[RequestId, _Pending] = {}
         self._inflight: dict[RequestId, RequestContext] = {}
+        #: the number of requests of the other side in progress here (the table's own ``__len__``: no Python frame
+        #: when a transport asks it per message, as stdio's ``send_now`` does)
+        self.inflight_count: Callable[[], int] = self._inflight.__len__
         self._max_concurrency: int = max_concurrency
         self.max_batch_size: int = max_batch_size
         # what a refused batch is told (the layer above may name the revision that has no batches)
@@ -649,9 +653,6 @@ class Peer(Requests):
             await asyncio.wait([*tasks, *answering], timeout=5.0)
         for t in answering:
             t.cancel()  # (a peer that reads nothing any more: the answers are given up on)
-
-    def inflight_count(self) -> int:
-        return len(self._inflight)
 
     def requests_in_progress(self) -> list[RequestContext]:
         """The requests of the other side in progress here (taken, not answered yet), e.g. for a transport to tell
