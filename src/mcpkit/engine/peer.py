@@ -591,7 +591,10 @@ class Peer(Requests):
             del inflight[ctx.id]
         if ctx._slot:
             ctx._slot = False
-            self._release()
+            if self._waiting.items or self._slot_waiters:
+                self._release()
+            else:  # (_release without its frame when nothing waits for the slot, the usual case)
+                self._active -= 1
 
     async def _send_error(self, rid: RequestId | None, error: JSONDict, out: Outbox) -> None:
         await self._send(messages.error(rid, error), out)
