@@ -288,9 +288,17 @@ class Peer(Requests):
         if t is Request:
             if self._active >= self._max_concurrency:
                 return False
-            ctx = self._admit(msg, out)  # type: ignore[arg-type]
-            if ctx is not None:
-                self._runner.queue(ctx)  # (_queue without its frame)
+            req: Request = msg  # type: ignore[assignment]
+            rid = req.id
+            inflight = self._inflight
+            ctx: RequestContext | None
+            if self.request_policy is None and rid not in inflight:  # _admit's usual case, without its frame
+                ctx = inflight[rid] = RequestContext(self, rid, req.method, req.params, out)
+            else:
+                ctx = self._admit(req, out)
+                if ctx is None:
+                    return True
+            self._runner.queue(ctx)  # (_queue without its frame)
             return True
         if t is Response or t is ErrorResponse:
             self._on_response(msg)  # type: ignore[arg-type]
