@@ -7,11 +7,13 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 
 from mcpkit.inspector import EventHub, Inspector, InspectorError, MessageLog
-from mcpkit.inspector.web import load_static
+from mcpkit.inspector.web import InspectorApp, load_static
 from support.paths import REPO
 
 STATIC = REPO / "src" / "mcpkit" / "inspector" / "static"
@@ -70,8 +72,6 @@ async def test_server_lines_are_numbered_in_their_events_and_the_state_says_the_
     """Stderr lines and log messages have no number of their own: the inspector numbers them, in their events and
     (the last one) in the state, so a page that reads the state again can drop the events of lines it has; and a
     message log given to the inspector is the one it uses even while empty (an empty one, falsy, was replaced)."""
-    import orjson
-
     given = MessageLog(max_entries=7)
     inspector = Inspector(_everything(), hub=EventHub(), log=given)
     assert inspector.log is given
@@ -85,6 +85,48 @@ async def test_server_lines_are_numbered_in_their_events_and_the_state_says_the_
     events = [orjson.loads((await page.next())[len(b"data: ") :]) for _ in range(3)]
     assert [(e["type"], e["seq"]) for e in events] == [("stderr", 1), ("serverlog", 1), ("stderr", 2)]
     assert "serverLogSeq" not in inspector.snapshot(whole=False)  # (with the log messages only, as they are)
+
+
+async def test_an_event_published_while_the_stream_starts_is_sent_once_after_the_hello_that_does_not_hold_it() -> None:
+    """The hello (the state and the log) is what the page starts from and the events are what came after it: a line
+    published while the response's start is being sent (the send yields) was in the queue and, the hello being read
+    after that send, in the hello too (the page showed it twice; a call's event could be applied over a newer
+    state). The hello is read when the page subscribes, before anything yields."""
+    inspector = Inspector(_everything(), hub=EventHub())
+    app = InspectorApp(inspector, token="t" * 32, connect_on_startup=False)
+    frames: list[dict[str, Any]] = []
+    two = asyncio.Event()
+    gone = asyncio.Event()
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            inspector._on_stderr("while the stream starts")  # (the server's stderr reader runs while send yields)
+            await asyncio.sleep(0)
+        elif message.get("body", b"").startswith(b"data: "):
+            frames.append(orjson.loads(message["body"][len(b"data: ") :]))
+            if len(frames) == 2:
+                two.set()
+
+    async def receive() -> dict[str, Any]:
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "/api/events",
+        "headers": [(b"host", b"127.0.0.1"), (b"authorization", b"Bearer " + b"t" * 32)],
+    }
+    stream = asyncio.ensure_future(app(scope, receive, send))
+    try:
+        await asyncio.wait_for(two.wait(), 10)
+    finally:
+        gone.set()
+        await asyncio.wait_for(stream, 10)
+    hello, event = frames
+    assert hello["type"] == "hello" and event["type"] == "stderr"
+    assert (hello["state"]["stderr"], hello["state"]["stderrSeq"]) == ([], 0)
+    assert (event["line"], event["seq"]) == ("while the stream starts", 1)
 
 
 def test_the_page_never_parses_data_as_html() -> None:

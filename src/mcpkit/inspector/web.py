@@ -249,17 +249,20 @@ class InspectorApp:
             await _json(send, 429, {"error": {"message": str(exc)}})
             return
         try:
+            # The hello is read as the page subscribes, before anything yields: an event published after it is in
+            # the queue only (read after the response's start was sent, a line was in both and a call's event could
+            # be applied over a newer state).
+            hello = {
+                "type": "hello",
+                "state": self.inspector.snapshot(),
+                "log": [e.summary() for e in self.inspector.log.entries()],
+            }
             headers = [
                 (b"content-type", b"text/event-stream; charset=utf-8"),
                 (b"x-accel-buffering", b"no"),
                 *_COMMON_HEADERS,
             ]
             await send({"type": "http.response.start", "status": 200, "headers": headers})
-            hello = {
-                "type": "hello",
-                "state": self.inspector.snapshot(),
-                "log": [e.summary() for e in self.inspector.log.entries()],
-            }
             await send({"type": "http.response.body", "body": frame(hello), "more_body": True})
 
             async def disconnected() -> None:
