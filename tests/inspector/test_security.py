@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from mcpkit.inspector.events import EventHub
 from support.browser import InspectorProcess, InspectorThread, chromium, screenshot
 from support.paths import REPO
 
@@ -276,10 +277,11 @@ SHOWN_CALLS = 100  # static/draw.js MAX_CALLS_SHOWN
 @pytest.mark.timeout(300)
 def test_a_burst_of_calls_and_messages_is_shown_completely_and_drawn_in_batches_while_the_page_answers() -> None:
     """2,000 tool calls (4,000 messages, 6,000 call events) and 2,000 log messages from the server in one burst: the
-    page ends showing the inspector's whole message log (its last 2,000 entries, each once) and the last 100 calls,
-    the ones the inspector keeps among them, all done. It draws them in batches, one append to the log per frame, not
-    one per message: each append read the layout of a page that kept every call of the session, which held the page
-    in one task for 30-40 s after 2,000 calls on an idle machine, a click on it waiting all that time."""
+    page ends showing the inspector's whole message log (its last 2,000 entries, each once, the rows in view drawn)
+    and the last 100 calls, the ones the inspector keeps among them, all done. It draws them in batches, one append to
+    the log per frame, not one per message: each append read the layout of a page that kept every call of the
+    session, which held the page in one task for 30-40 s after 2,000 calls on an idle machine, a click on it waiting
+    all that time."""
     import concurrent.futures
     import time
 
@@ -322,8 +324,15 @@ def test_a_burst_of_calls_and_messages_is_shown_completely_and_drawn_in_batches_
                 " && !document.querySelector('.call.running')",
                 timeout=60_000,
             )
+            # the list draws the rows in view (and a margin): the last ones, and scrolled to the top the first ones
             shown = page.eval_on_selector_all("#log li", "rows => rows.map(r => Number(r.dataset.seq))")
-            assert shown == entries
+            assert 0 < len(shown) <= 100 and shown == entries[-len(shown) :]
+            page.evaluate("() => { document.getElementById('log-scroll').scrollTop = 0; }")
+            page.wait_for_function(
+                f"() => document.querySelector('#log li:first-child')?.dataset.seq === '{entries[0]}'", timeout=30_000
+            )
+            shown = page.eval_on_selector_all("#log li", "rows => rows.map(r => Number(r.dataset.seq))")
+            assert 0 < len(shown) <= 100 and shown == entries[: len(shown)]
             calls = page.eval_on_selector_all("#calls > .call", "els => els.map(e => [e.dataset.id, e.dataset.status])")
             assert len(kept) <= len(calls) <= SHOWN_CALLS  # (the kept ones alone after a resync)
             assert {status for _, status in calls} == {"done"}
@@ -432,7 +441,6 @@ def test_server_lines_that_come_while_a_page_that_fell_behind_reads_the_state_ar
     """A page that fell behind reads the state again and holds the events that come meanwhile; a stderr line or a log
     message that came between the drop of its queue and the reading of the state is in both. Their events carry a
     number (``seq``) and the state the last one's: the page shows each once (it showed them twice)."""
-    from mcpkit.inspector.events import EventHub
 
     running = InspectorThread(FLOOD, mode="handshake", hub=EventHub(queue_size=QUEUE))
     try:
@@ -469,7 +477,6 @@ def test_a_resync_keeps_the_rows_of_the_messages_still_logged_and_shows_the_log_
 
     import httpx
 
-    from mcpkit.inspector.events import EventHub
     from mcpkit.inspector.log import MessageLog
 
     running = InspectorThread(FLOOD, mode="handshake", hub=EventHub(queue_size=QUEUE), log=MessageLog(max_entries=30))
@@ -529,3 +536,103 @@ REMEMBER_ROWS = (
 )
 SAME_ROWS = """() => [...document.querySelectorAll('#log li')]
   .filter((r) => window.rows.get(r.dataset.seq) === r).map((r) => Number(r.dataset.seq))"""
+
+
+# The log's rows in the page: seq, where each is in the list (px from its top), its height and whether it is in view
+# (the list scrolls in #log-scroll).
+LOG_ROWS = """() => { const ol = document.getElementById('log'), top = ol.getBoundingClientRect().top;
+  const box = document.getElementById('log-scroll').getBoundingClientRect();
+  return [...ol.querySelectorAll('li')].map((li) => { const r = li.getBoundingClientRect();
+    return { seq: Number(li.dataset.seq), at: r.top - top, height: r.height,
+             seen: r.bottom > box.top + 1 && r.top < box.bottom - 1 }; }); }"""
+SCROLL_LOG = """(to) => { const box = document.getElementById('log-scroll');
+  box.scrollTop = to * (box.scrollHeight - box.clientHeight); }"""
+AT_BOTTOM = """() => { const box = document.getElementById('log-scroll');
+  return box.scrollTop + box.clientHeight >= box.scrollHeight - 2; }"""
+
+
+def test_the_message_log_draws_only_the_rows_in_view_at_its_2000_bound_and_scrolls_and_follows_as_a_full_list() -> None:
+    """With 2,000 messages logged the list holds the rows in view and a margin (the layout of 2,000 grid rows held the
+    page up to a second per resync; a window's is the same at any count), each where it is in the full list: scrolled
+    to the middle it shows the middle entries; scrolled up it stays on the entry it shows while messages come and the
+    oldest go; at the bottom it follows them; a row opened stays open (the same element) across a resync."""
+    import time
+
+    running = InspectorThread(FLOOD, mode="handshake", hub=EventHub(queue_size=QUEUE))
+    inspector = running.inspector
+
+    def logged() -> list[int]:
+        seqs: list[int] = running.run(lambda: [e.seq for e in inspector.log.entries()])
+        return seqs
+
+    def record(n: int) -> None:  # n messages logged, in one callback
+        async def log_messages() -> None:
+            for i in range(n):
+                message = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": i}}
+                inspector.log.record("in", json.dumps(message).encode())
+
+        running.run(log_messages)
+
+    def misplaced(rows: list[dict[str, Any]], entries: list[int], seq: int) -> str | None:
+        if seq not in [r["seq"] for r in rows]:
+            return f"{seq} not drawn"
+        first = entries.index(rows[0]["seq"]) if rows[0]["seq"] in entries else -1
+        if [r["seq"] for r in rows] != entries[first : first + len(rows)]:
+            return "not a run of the log's entries"
+        height = min(r["height"] for r in rows)
+        if abs(rows[0]["at"] - first * height) >= 1:
+            return f"{rows[0]} not at {first} x {height} px"
+        return None
+
+    def drawn(wait_for: int | None = None) -> tuple[list[int], list[int]]:
+        """The log's seqs and those the page shows in view, once it drew `wait_for` (the log's last by default) and
+        every row it drew is where the full list has it, the log unchanged while the page was read (a bounded wait:
+        the page that fell behind lists the tools and the rest again, and their messages are logged too)."""
+        deadline = time.monotonic() + 30
+        while True:
+            entries = logged()
+            rows = page.evaluate(LOG_ROWS)
+            wrong = misplaced(rows, entries, entries[-1] if wait_for is None else wait_for) if rows else "no rows"
+            if wrong is None and logged() == entries:
+                break
+            assert time.monotonic() < deadline, wrong
+            page.evaluate(TWO_FRAMES)
+            time.sleep(0.05)
+        assert 20 <= len(rows) <= 100, len(rows)  # (the view holds about 45 rows, and 20 more on each side)
+        return entries, [r["seq"] for r in rows if r["seen"]]
+
+    try:
+        with chromium() as browser:
+            page = open_inspector(browser, running)
+            record(2_000)  # (the page falls behind: its queue holds 100 events)
+            entries, seen = drawn()
+            assert len(entries) == 2_000 and seen[-1] == entries[-1] and page.evaluate(AT_BOTTOM)  # the tail
+            # the middle
+            page.evaluate(SCROLL_LOG, 0.5)
+            entries, seen = drawn(entries[1_000])
+            assert 1_000 - 50 < entries.index(seen[0]) < 1_000 < entries.index(seen[-1]) < 1_000 + 50
+            # scrolled up: more messages come and as many of the oldest go; it stays on the entry it showed
+            record(5)
+            assert drawn(seen[0])[1][0] == seen[0]
+            # a row opened stays open, the same element, across a resync (the page reads the log again)
+            opened = seen[len(seen) // 2]
+            page.locator(f"#log li[data-seq='{opened}'] button.row").click()
+            page.locator(f"#log li[data-seq='{opened}'] pre").wait_for(timeout=30_000)
+            page.evaluate(f"() => {{ window.openedRow = document.querySelector(\"#log li[data-seq='{opened}']\"); }}")
+            fall_behind(running)
+            page.wait_for_function(  # (shown from the state the page read again, with the log)
+                "() => document.getElementById('stderr')?.textContent.includes('a line after the drop')", timeout=30_000
+            )
+            assert page.get_attribute("body", "data-resyncs")
+            selector = f"#log li[data-seq='{opened}']"
+            assert page.evaluate(f'() => document.querySelector("{selector}") === window.openedRow')
+            assert page.get_attribute(f"{selector} button.row", "aria-expanded") == "true"
+            page.locator(f"{selector} button.row").click()  # (closed: every row one height again)
+            assert opened in drawn(opened)[1]
+            # at the bottom, it follows the messages that come
+            page.evaluate(SCROLL_LOG, 1)
+            record(5)
+            entries, seen = drawn()
+            assert seen[-1] == entries[-1] and page.evaluate(AT_BOTTOM)
+    finally:
+        running.stop()

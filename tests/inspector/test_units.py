@@ -137,6 +137,7 @@ def test_the_page_never_parses_data_as_html() -> None:
         "api.js",
         "state.js",
         "draw.js",
+        "log.js",
         "dom.js",
         "forms.js",
         "render.js",

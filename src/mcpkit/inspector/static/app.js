@@ -3,7 +3,8 @@
 import { $, announce, clear, h, httpUrl, jsonView, openLink, segmentsView, urlView } from "./dom.js";
 import { TOKEN, api, errorText } from "./api.js";
 import { S, caps, connected } from "./state.js";
-import { addLog, draw, drawCallsWith, drawFor, dropCall, dropOldCalls, filterLog, markCall, markStderr, renderLog } from "./draw.js";
+import { draw, drawCallsWith, drawFor, dropCall, dropOldCalls, markCall, markStderr } from "./draw.js";
+import { addLog, filterLog, renderLog } from "./log.js";
 import { buildForm, attachCompletion } from "./forms.js";
 import { blocksView, contentsView, messagesView } from "./render.js";
 import { closeViews, showCallView, viewProgress } from "./apps.js";
