@@ -230,6 +230,33 @@ async def test_inline_calls_are_answered_with_the_bytes_of_the_asgi_way_without_
     assert cycles[:2] == ["POST /mcp", "POST /mcp"] and len(cycles) == 2 + 2 + len(raws)
 
 
+async def test_a_request_answered_on_the_lane_makes_no_uvicorn_cycle(
+    cycles: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uvicorn's cycle (``RequestResponseCycle.__init__``, its event) is made for a request that goes the ASGI way
+    only, when it does: none for the calls answered on the lane, one for an async tool (its answer is not made at
+    once), made whole with the body the app had read."""
+    made: list[str] = []
+    real = httptools_impl.RequestResponseCycle.__init__
+
+    def counted(self: Any, **kwargs: Any) -> None:
+        made.append(kwargs["scope"]["path"])
+        real(self, **kwargs)
+
+    monkeypatch.setattr(httptools_impl.RequestResponseCycle, "__init__", counted)
+    async with serving() as (port, _):
+        conn = await Conn.open(port)
+        headers = await session_of(conn)
+        answers = [(await conn.exchange(post(call(i, "add", {"a": i, "b": 1}), headers)))[0] for i in range(3)]
+        answers += await conn.exchange(modern_call(7, "add", {"a": 7, "b": 1}))
+        answers += await conn.exchange(post(call(8, "later", {"text": "eight"}), headers))
+        conn.close()
+    texts = [b"1", b"2", b"3", b"8", b"eight"]
+    assert all(b'"text":"' + t + b'"' in a for a, t in zip(answers, texts, strict=True)), answers
+    assert made == ["/mcp"] * 3  # initialize, notifications/initialized, the async tool's call
+    assert len(cycles) == 3
+
+
 async def test_the_tap_sees_both_directions_of_a_lane_call(cycles: list[str]) -> None:
     app = make_app()
     recorder = TapRecorder()
@@ -451,6 +478,30 @@ async def test_a_lane_answer_arms_the_keep_alive_timer_and_the_connection_idles(
         assert await asyncio.wait_for(conn.reader.read(), 10) == b""  # closed by the keep-alive timer
         conn.close()
     assert len(cycles) == 2
+
+
+async def test_a_shutdown_while_a_body_comes_answers_it_and_closes_the_connection(cycles: list[str]) -> None:
+    """uvicorn's graceful shutdown reaches a request whose head came and whose body has not: it is answered when
+    the body is whole, with ``connection: close`` (the same bytes as the ASGI way), and the connection closes."""
+    got = []
+    for stock in (False, True):
+        async with serving(stock) as (port, userver):
+            conn = await Conn.open(port)
+            headers = await session_of(conn)
+            raw = post(call(1, "add", {"a": 1, "b": 1}), headers)
+            conn.writer.write(raw[:-5])
+            (proto,) = userver.server_state.connections
+            while proto.cycle.response_complete:  # (the head has come: the request's cycle)
+                await asyncio.sleep(0.01)
+            userver.should_exit = True
+            while proto.cycle.keep_alive:  # (uvicorn's shutdown reached the connection)
+                await asyncio.sleep(0.01)
+            (answer,) = await conn.exchange(raw[-5:])
+            assert await asyncio.wait_for(conn.reader.read(), 10) == b""
+            conn.close()
+        got.append(masked(answer))
+    assert got[0] == got[1] and b"connection: close\r\n" in got[0] and b'"text":"2"' in got[0]
+    assert len(cycles) == 2 + 3  # (the lane's request needed none)
 
 
 async def test_the_guards_body_timeout_holds_on_the_lane(cycles: list[str]) -> None:

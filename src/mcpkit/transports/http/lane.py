@@ -8,9 +8,12 @@ protocol of :func:`~mcpkit.transports.http.build_server` (:mod:`.limits`): once 
 HTTP route is whole, the protocol asks the app (:meth:`.MCPApp.at_once`, which routes as the ASGI call does and
 runs the endpoint's one route, :meth:`.StreamableHTTPEndpoint.route`) and, when the answer is made at once,
 writes it straight to the transport in the bytes ``send`` would have written (and the access log's line, when
-uvicorn's access log is on). Nothing but the task, the event and
-the ASGI messages is skipped: the cycle is made and completed as uvicorn's own, and the keep-alive timer, the
-pipeline, the guard's timeouts and ``server_state`` follow as they do after any response.
+uvicorn's access log is on). Such a request gets no ``RequestResponseCycle`` of uvicorn's making either: its head
+is taken as uvicorn takes it (the scope, with the path of the route itself: no URL to parse) and its cycle is a
+``Held`` one, holding what uvicorn's callbacks read and set until the answer (the body, its end, ``keep_alive``,
+a lost connection), made whole by uvicorn's own ``__init__`` only if the request goes the ASGI way. The response
+is completed as uvicorn completes it: the keep-alive timer, the pipeline, the guard's timeouts and
+``server_state`` follow as they do after any response.
 
 The ASGI way, with the body in hand, serves everything else:
 
@@ -35,13 +38,15 @@ task in a protocol callback: a ``def`` tool the sync policy runs inline is calle
 pauses meanwhile (the stand-in must not run this callback again).
 
 The lane adds no table, queue or timer: a connection holds at most one request's cycle before it is answered
-(uvicorn's own ``cycle``), with at most 64 KiB of its body (beyond, the ASGI way: the endpoint's ``max_body``,
-413), for at most the guard's ``body_timeout``.
+(uvicorn's ``cycle``, a ``Held`` one), with at most 64 KiB of its body (beyond, the ASGI way: the endpoint's
+``max_body``, 413), for at most the guard's ``body_timeout``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from ..._runtime import reader_calls
@@ -49,8 +54,6 @@ from ...engine import Outgoing
 from .streamable import json_head
 
 if TYPE_CHECKING:
-    import asyncio
-
     from .app import MCPApp
 
 #: header names of uvicorn's default headers (``server_state.default_headers``) that would change how an answer is
@@ -68,6 +71,7 @@ def lane_protocol(base: type[asyncio.Protocol], mcp: MCPApp) -> type[asyncio.Pro
             HEADER_VALUE_RE,
             STATUS_LINE,
             HttpToolsProtocol,
+            RequestResponseCycle,
         )
         from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
     except ImportError:  # (no httptools)
@@ -77,6 +81,8 @@ def lane_protocol(base: type[asyncio.Protocol], mcp: MCPApp) -> type[asyncio.Pro
     if ep is None or not paths or not issubclass(base, HttpToolsProtocol):
         return base
     path = paths[0].encode("ascii")
+    # the scope's path of a request to exactly ``path``, as uvicorn's on_headers_complete makes it (no root_path)
+    path_text = urllib.parse.unquote(paths[0]) if "%" in paths[0] else paths[0]
     send_answer = ep.send_answer
     # uvicorn's default headers as ``send`` writes them (they change once a second, ``date``): (list, its lines)
     defaults: list[Any] = [None, b""]
@@ -84,8 +90,6 @@ def lane_protocol(base: type[asyncio.Protocol], mcp: MCPApp) -> type[asyncio.Pro
     def default_lines(given: list[tuple[bytes, bytes]]) -> bytes | None:
         """The lines of uvicorn's default headers; None when one would change the framing, or ``send`` would
         refuse it (then the answer goes the ASGI way, and ``send`` decides)."""
-        if given is defaults[0]:
-            return defaults[1]  # type: ignore[no-any-return]
         lines = []
         for name, value in given:
             name = name.lower()
@@ -95,50 +99,107 @@ def lane_protocol(base: type[asyncio.Protocol], mcp: MCPApp) -> type[asyncio.Pro
         defaults[:] = [given, b"".join(lines)]
         return defaults[1]  # type: ignore[no-any-return]
 
+    class Held(RequestResponseCycle):  # type: ignore[misc]
+        """The cycle of a request that may take the lane, from its head until it is answered: what uvicorn's
+        callbacks read and set of a cycle meanwhile (the body, ``more_body``, ``keep_alive``, ``disconnected``,
+        ``response_complete``; its event, which nobody waits on yet), and no more. Made whole, as uvicorn makes a
+        cycle at the head (``RequestResponseCycle.__init__``), when the request goes the ASGI way (:meth:`whole`)."""
+
+        disconnected = False
+        more_body = True
+        response_started = False
+        response_complete = False
+        message_event: Any = _UNWATCHED
+
+        def __init__(self, scope: Any, default_headers: list[tuple[bytes, bytes]]) -> None:
+            self.scope = scope
+            self.default_headers = default_headers
+            self.body = bytearray()
+            self.keep_alive = True  # (HTTP/1.1 without Connection: close, or no lane)
+
+        def whole(self, proto: Lane, taken: bool) -> None:
+            """Become the cycle uvicorn would have made at the head, with what came since (the body, unless the app
+            has ``taken`` it as its first ``receive()`` would have; its end; a shutdown's ``keep_alive``; a lost
+            connection)."""
+            body, more_body, keep_alive, disconnected = self.body, self.more_body, self.keep_alive, self.disconnected
+            RequestResponseCycle.__init__(
+                self,
+                scope=self.scope,
+                transport=proto.transport,
+                flow=proto.flow,
+                logger=proto.logger,
+                access_logger=proto.access_logger,
+                access_log=proto.access_log,
+                default_headers=self.default_headers,
+                message_event=asyncio.Event(),
+                expect_100_continue=False,
+                keep_alive=keep_alive,
+                on_response=proto.on_response_complete,
+            )
+            self.more_body, self.disconnected = more_body, disconnected
+            if taken:
+                proto.flow.resume_reading()
+            else:
+                self.body = body
+            if disconnected or (not taken and (body or not more_body)):
+                self.message_event.set()  # (what connection_lost, on_body and on_message_complete did)
+
     class Lane(base):  # type: ignore[valid-type,misc]
         # what uvicorn's httptools protocol sets, beyond the asyncio.Protocol
         transport: asyncio.Transport
         loop: asyncio.AbstractEventLoop
         parser: Any
         url: bytes
+        scope: Any
         cycle: Any
         app: Any
         flow: Any
         config: Any
         server_state: Any
+        connections: set[Any]
         tasks: set[asyncio.Task[None]]
+        limit_concurrency: int | None
+        logger: Any
         access_log: bool
         access_logger: Any
         expect_100_continue: bool
-        _lane_next = False  # the head just parsed may take the lane (on_headers_complete -> _start_asgi_task)
-        _held: Any = None  # the cycle of that request, held until its body is whole
+        _lane = False  # this connection's requests may take the lane (the app unwrapped, no TLS, no root_path)
+        _held: Any = None  # the Held cycle of the request that may take the lane, until its body is whole
         _fresh = False  # uvicorn's reset_contextvars: each request in a fresh context (else a copy)
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self._fresh = bool(vars(self.config).get("reset_contextvars"))  # (uvicorn 0.54 on; False before)
+            self._lane = (
+                self.app is mcp  # (uvicorn's app unwrapped: no proxy-headers middleware rewrites the scope)
+                and self.scheme == "http"  # (TLS: the reader is the socket's, under the TLS protocol: see above)
+                and not self.root_path
+            )
 
         def on_headers_complete(self) -> None:
             parser = self.parser
-            self._lane_next = (
-                self.url == path
-                and self.app is mcp  # (uvicorn's app unwrapped: no proxy-headers middleware rewrites the scope)
-                and self.scheme == "http"  # (TLS: the reader is the socket's, under the TLS protocol: see below)
-                and not self.expect_100_continue
-                and parser.get_method() == b"POST"
-                and parser.get_http_version() == "1.1"
-                and parser.should_keep_alive()
-                and not parser.should_upgrade()
-            )
-            super().on_headers_complete()  # (the cycle; the task, or the pipeline, or limit_concurrency's 503)
-            self._lane_next = False
-
-        def _start_asgi_task(self, cycle: Any, app: Any) -> None:
-            if self._lane_next and app is self.app:  # (not limit_concurrency's 503, not a pipelined request)
-                self._lane_next = False
-                self._held = cycle
+            limit = self.limit_concurrency
+            cycle = self.cycle
+            if (
+                self.url != path
+                or not self._lane
+                or self.expect_100_continue
+                or parser.get_method() != b"POST"
+                or parser.get_http_version() != "1.1"
+                or not parser.should_keep_alive()
+                or parser.should_upgrade()
+                or (cycle is not None and not cycle.response_complete)  # (pipelined behind one being served)
+                or (limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit))  # (its 503)
+            ):
+                super().on_headers_complete()
                 return
-            super()._start_asgi_task(cycle, app)
+            # uvicorn's on_headers_complete for a POST to exactly ``path`` (no query), but no cycle yet
+            scope = self.scope
+            scope["method"] = "POST"
+            scope["path"] = path_text
+            scope["raw_path"] = path
+            scope["query_string"] = b""
+            self.cycle = self._held = Held(scope, self.server_state.default_headers)
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)  # (the parser; the guard's bookkeeping sees the held request as served)
@@ -150,37 +211,34 @@ def lane_protocol(base: type[asyncio.Protocol], mcp: MCPApp) -> type[asyncio.Pro
                 self._answer(cycle)
             elif self.flow.read_paused:  # (uvicorn's flow control: a body past its high-water mark, 64 KiB)
                 self._held = None
-                super()._start_asgi_task(cycle, self.app)  # the app reads the rest (or refuses it: 413)
+                self._asgi(cycle, self.app)  # the app reads the rest (or refuses it: 413)
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._held = None  # (a body that never came whole)
             super().connection_lost(exc)
 
-        def _answer(self, cycle: Any) -> None:
+        def _answer(self, cycle: Held) -> None:
             """Ask the app; write its answer when it was made at once, else run the rest the ASGI way."""
             transport = self.transport
             if transport.is_closing():
-                super()._start_asgi_task(cycle, self.app)
+                self._asgi(cycle, self.app)
                 return
             context = contextvars.Context() if self._fresh else contextvars.copy_context()
             body = bytes(cycle.body)
             try:
                 answer = reader_calls(transport, context.run, mcp.at_once, cycle.scope, body, cycle.receive, cycle.send)
             except Exception as exc:
-                self._rest(cycle, _raising(exc), context)
+                self._rest(cycle, _raising(exc), context, False)
                 return
             if answer is None:
-                super()._start_asgi_task(cycle, self.app)  # (nothing done: the app from the start)
+                self._asgi(cycle, self.app)  # (nothing done: the app from the start)
                 return
-            # the body is the app's now: what its first receive() would have done
-            cycle.body = bytearray()
-            cycle.message_event.clear()
-            self.flow.resume_reading()
             head = None
             if type(answer) is Outgoing and not self.flow.write_paused and not cycle.disconnected:
-                head = default_lines(self.server_state.default_headers)
+                given = cycle.default_headers
+                head = defaults[1] if given is defaults[0] else default_lines(given)
             if head is None:
-                self._rest(cycle, _sending(send_answer, answer), context)
+                self._rest(cycle, _sending(send_answer, answer), context, True)  # (the body is the app's now)
                 return
             # send()'s two messages, in one write
             status, headers = json_head(answer)
@@ -191,6 +249,7 @@ def lane_protocol(base: type[asyncio.Protocol], mcp: MCPApp) -> type[asyncio.Pro
                 lines.append(b"connection: close\r\n")
             lines += [b"\r\n", answer.data]
             cycle.response_started = True
+            cycle.body = bytearray()  # (what the app's receive() would have done)
             if self.access_log:  # (send's line)
                 self.access_logger.info(
                     '%s - "%s %s HTTP/%s" %d',
@@ -202,19 +261,38 @@ def lane_protocol(base: type[asyncio.Protocol], mcp: MCPApp) -> type[asyncio.Pro
                 )
             transport.write(b"".join(lines))
             cycle.response_complete = True
-            cycle.message_event.set()
             if not cycle.keep_alive:
                 transport.close()
-            cycle.on_response()
+            self.on_response_complete()
 
-        def _rest(self, cycle: Any, asgi: Any, context: contextvars.Context) -> None:
-            """Run ``asgi`` on ``cycle`` in a task, as uvicorn runs the app, in the request's ``context``."""
+        def _asgi(self, cycle: Held, app: Any) -> None:
+            """The held request the ASGI way from the start, as uvicorn starts it (the app reads its body)."""
+            cycle.whole(self, False)
+            super()._start_asgi_task(cycle, app)
+
+        def _rest(self, cycle: Held, asgi: Any, context: contextvars.Context, taken: bool) -> None:
+            """Run ``asgi`` on ``cycle`` made whole (``taken``: the app has its body) in a task, as uvicorn runs the
+            app, in the request's ``context``."""
+            cycle.whole(self, taken)
             task = self.loop.create_task(cycle.run_asgi(asgi), context=context)
             task.add_done_callback(self.tasks.discard)
             self.tasks.add(task)
 
     Lane.__name__ = Lane.__qualname__ = f"Lane{base.__name__}"
     return Lane
+
+
+class _Unwatched:
+    """The event of a held cycle: uvicorn's callbacks set it as the body comes (and when the connection is lost);
+    nothing waits on it until the cycle is made whole, with an event of its own."""
+
+    __slots__ = ()
+
+    def set(self) -> None:
+        pass
+
+
+_UNWATCHED = _Unwatched()
 
 
 def _sending(send_answer: Any, answer: Any) -> Any:
