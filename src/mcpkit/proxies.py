@@ -63,7 +63,7 @@ from .proxy_search import UpstreamCatalog, declares_headers
 from .proxy_shaping import LISTS, shape_result, upstream_params
 from .proxy_skills import SKILLS_METHODS, gateway_settings, prefixed_skills_result, serves_skills
 from .proxy_upstream import Upstream, one_line
-from .server.builtins import _LIST_CHANGED_FILTER
+from .server.builtins import LIST_CHANGED_FILTER
 from .server.lowlevel import ServerRequestContext
 from .server.pagination import Paginator
 from .server.prefixes import check_prefix
@@ -334,7 +334,7 @@ class ProxyServer(ClientWatches):
         """Hand an upstream change to this proxy's ``subscriptions/listen`` streams that asked for it."""
         if kind == "tools":  # (the upstream's tools changed: searched again from now on)
             self._catalog.changed()
-        key = _LIST_CHANGED_FILTER.get(kind) if kind is not None else None
+        key = LIST_CHANGED_FILTER.get(kind) if kind is not None else None
         for listener in list(self._listeners):
             if (key is not None and listener.filter.get(key)) or (uri is not None and uri in listener.uris):
                 listener.offer(method, params)

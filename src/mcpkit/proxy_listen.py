@@ -16,7 +16,7 @@ from .proxy_forward import Forwarding
 from .proxy_local import owns_uri
 from .proxy_shaping import shape_result, upstream_params
 from .proxy_upstream import MAX_WATCHED, Upstream
-from .server.builtins import _BUILTINS
+from .server.builtins import BUILTINS
 from .server.lowlevel import ServerRequestContext, ServerSession
 from .server.prefixes import unprefixed_uri
 
@@ -54,7 +54,7 @@ class ClientWatches(Forwarding):
             raise InvalidParams("uri must be a string")
         if len(uri) > self.max_subscription_uri:
             raise InvalidParams(f"subscription URI longer than {self.max_subscription_uri} characters")
-        builtin: Any = _BUILTINS[sctx.method]
+        builtin: Any = BUILTINS[sctx.method]
         if owns_uri(self, uri):  # one of the proxy's own resources: its own subscription, as any server's
             own: JSONDict = await builtin(self, sctx, params)
             return own
@@ -95,7 +95,7 @@ class ClientWatches(Forwarding):
                 self._listening[key] = watching
             for upstream in watching:
                 await upstream.watch_resources(self._watched_by_clients(upstream))
-            builtin: Any = _BUILTINS["subscriptions/listen"]
+            builtin: Any = BUILTINS["subscriptions/listen"]
             result: JSONDict = await builtin(self, sctx, params)
             return result
         finally:

@@ -391,9 +391,9 @@ class Upstream(UpstreamPool):
         """The SSRF rule for URL targets: no private, link-local or reserved address unless allowed."""
         if self.target.url is None or self.proxy.allow_private_network:
             return
-        from .auth.client_discovery import _address_class
+        from .auth.client_discovery import address_class
 
-        kind = await _address_class(urlsplit(self.target.url).hostname)
+        kind = await address_class(urlsplit(self.target.url).hostname)
         if kind not in ("public", "loopback"):
             raise TargetError(
                 f"refusing to proxy {self.target.url}: it is on a {kind} address "

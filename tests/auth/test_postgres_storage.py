@@ -15,7 +15,7 @@ import pytest
 
 from mcpkit.auth import PostgresAuthStorage, PostgresReplayCache
 from mcpkit.auth.postgres_storage import MAX_SWEEP
-from mcpkit.auth.storage import _Code, _Refresh
+from mcpkit.auth.storage import CodeGrant, RefreshGrant
 from mcpkit.stores.postgres import PostgresConnection
 from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
 
@@ -39,8 +39,8 @@ async def test_codes_and_refresh_tokens_are_kept_under_their_digest_only(pg: Pos
     kept under its SHA-256, and the digest, presented as a token, takes nothing."""
     storage = PostgresAuthStorage(pg)
     code, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-    await storage.save_code(code, _Code("c", "https://r", "x" * 43, [], None, "alice", time.time() + 60))
-    await storage.save_refresh(refresh, _Refresh("c", ["s"], None, "alice", time.time() + 60, "fam", "jkt"))
+    await storage.save_code(code, CodeGrant("c", "https://r", "x" * 43, [], None, "alice", time.time() + 60))
+    await storage.save_refresh(refresh, RefreshGrant("c", ["s"], None, "alice", time.time() + 60, "fam", "jkt"))
     rows = await _rows(storage)
     dump = b" ".join(repr(dict(row)).encode() for row in rows)
     assert len(rows) == 2 and code.encode() not in dump and refresh.encode() not in dump
@@ -57,7 +57,7 @@ async def test_a_code_past_its_expiry_is_never_given_and_expired_rows_are_swept_
     sweep again at once (a sweep a minute could not keep up with more than ``MAX_SWEEP`` expiries a minute)."""
     storage = PostgresAuthStorage(pg, sweep_every=3600)
     code = secrets.token_urlsafe(32)
-    await storage.save_code(code, _Code("c", "https://r", "x", [], None, "alice", time.time() - 1))
+    await storage.save_code(code, CodeGrant("c", "https://r", "x", [], None, "alice", time.time() - 1))
     assert await storage.pop_code(code) is None
     async with storage.conn.acquire("test") as db:  # (expired rows written in bulk)
         await db.execute(
@@ -99,8 +99,8 @@ async def test_the_count_of_refresh_tokens_without_an_expiry_matches_the_rows_wh
     first, second = PostgresAuthStorage(pg, max_refresh_tokens=30), PostgresAuthStorage(pg, max_refresh_tokens=30)
     tokens = [secrets.token_urlsafe(32) for _ in range(40)]
 
-    def record(i: int, expires_at: float | None = None) -> _Refresh:
-        return _Refresh("c", ["s"], None, "u", expires_at, "fam", "jkt" if i % 2 else None)
+    def record(i: int, expires_at: float | None = None) -> RefreshGrant:
+        return RefreshGrant("c", ["s"], None, "u", expires_at, "fam", "jkt" if i % 2 else None)
 
     await asyncio.gather(*(s.save_refresh(t, record(i)) for i, t in enumerate(tokens) for s in (first, second)))
     taken = await asyncio.gather(

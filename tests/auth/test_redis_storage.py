@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from mcpkit.auth import RedisAuthStorage
-from mcpkit.auth.storage import _Refresh
+from mcpkit.auth.storage import RefreshGrant
 from support.redis_server import redis_cluster_url, redis_url  # noqa: F401  (the session fixtures)
 
 
@@ -24,8 +24,8 @@ async def test_a_refresh_token_an_earlier_version_kept_under_itself_is_read_and_
     storage = RedisAuthStorage(redis_url, prefix=f"mcpkit-test:{time.time_ns()}:")
     try:
         token, legacy = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        await storage.save_refresh(token, _Refresh("c", ["s"], "https://a/mcp", "alice", time.time() + 60, "fam"))
-        record = _Refresh("c", ["s"], None, "bob", None, "fam")
+        await storage.save_refresh(token, RefreshGrant("c", ["s"], "https://a/mcp", "alice", time.time() + 60, "fam"))
+        record = RefreshGrant("c", ["s"], None, "bob", None, "fam")
         await storage.redis.set(storage._key("refresh", legacy), orjson.dumps(asdict(record)))
         for _ in range(2):
             seen = await storage.peek_refresh(token)
@@ -57,7 +57,7 @@ async def test_on_a_redis_cluster_the_storage_keeps_its_keys_in_one_slot(redis_c
             await storage.save_client(record)
         assert await storage.get_client("dyn-0") is None and await storage.get_client("dyn-2") is not None
         token = secrets.token_urlsafe(32)
-        await storage.save_refresh(token, _Refresh("c", ["s"], None, "alice", None, "fam", "jkt-1"))
+        await storage.save_refresh(token, RefreshGrant("c", ["s"], None, "alice", None, "fam", "jkt-1"))
         assert (await storage.take_refresh(token, "jkt-2")) is not None  # shown, not taken
         assert (await storage.peek_refresh(token)) is not None  # (current and legacy keys in one MGET)
         assert (await storage.take_refresh(token, "jkt-1")) is not None

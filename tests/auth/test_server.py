@@ -530,15 +530,15 @@ async def test_redis_storage_keeps_codes_and_refresh_tokens_by_digest_never_in_c
     import redis.asyncio as redis
 
     from mcpkit.auth import RedisAuthStorage
-    from mcpkit.auth.storage import _Code, _Refresh
+    from mcpkit.auth.storage import CodeGrant, RefreshGrant
 
     prefix = f"mcpkit-test:{time.time_ns()}:"
     storage = RedisAuthStorage(redis_url, prefix=prefix)
     raw = redis.from_url(redis_url)
     try:
         code, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        await storage.save_code(code, _Code("c", REDIRECT, "x" * 43, [], None, "alice", time.time() + 60))
-        await storage.save_refresh(refresh, _Refresh("c", ["s"], None, "alice", time.time() + 60, "fam"))
+        await storage.save_code(code, CodeGrant("c", REDIRECT, "x" * 43, [], None, "alice", time.time() + 60))
+        await storage.save_refresh(refresh, RefreshGrant("c", ["s"], None, "alice", time.time() + 60, "fam"))
         keys = [k async for k in raw.scan_iter(match=prefix + "*")]
         values = [await raw.get(k) for k in keys]
         dump = b" ".join(keys + [v for v in values if v])
@@ -553,7 +553,7 @@ async def test_redis_storage_keeps_codes_and_refresh_tokens_by_digest_never_in_c
         assert popped_code is not None and popped_code.subject == "alice" and await storage.pop_code(code) is None
         # a refresh token saved before the upgrade (under the token itself) is taken once
         old = secrets.token_urlsafe(32)
-        record = _Refresh("c", ["s"], None, "bob", None, "fam")
+        record = RefreshGrant("c", ["s"], None, "bob", None, "fam")
         await raw.set(f"{prefix}refresh:{old}", orjson.dumps(dataclasses.asdict(record)))
         legacy = await storage.pop_refresh(old)
         assert legacy is not None and legacy.subject == "bob" and await storage.pop_refresh(old) is None

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mcpkit.auth.storage import ClientRecord, _Code, _Refresh
+from mcpkit.auth.storage import ClientRecord, CodeGrant, RefreshGrant
 from support.auth_storages import StorageMaker, make_auth_storage  # noqa: F401  (the fixture)
 from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
@@ -24,7 +24,7 @@ async def test_a_refresh_token_bound_to_another_key_is_left_in_place(
 ) -> None:
     storage = make_auth_storage()
     token = secrets.token_urlsafe(32)
-    await storage.save_refresh(token, _Refresh("c", ["s"], None, "alice", time.time() + 60, "fam", "jkt-1"))
+    await storage.save_refresh(token, RefreshGrant("c", ["s"], None, "alice", time.time() + 60, "fam", "jkt-1"))
     for wrong in ("jkt-2", None):
         seen = await storage.take_refresh(token, wrong)
         assert seen is not None and seen.jkt == "jkt-1"  # shown (to be refused), not taken
@@ -32,7 +32,7 @@ async def test_a_refresh_token_bound_to_another_key_is_left_in_place(
     assert taken is not None and taken.subject == "alice"
     assert await storage.take_refresh(token, "jkt-1") is None
     unbound = secrets.token_urlsafe(32)
-    await storage.save_refresh(unbound, _Refresh("c", ["s"], None, "bob", None, "fam"))
+    await storage.save_refresh(unbound, RefreshGrant("c", ["s"], None, "bob", None, "fam"))
     assert (await storage.take_refresh(unbound, "any")) is not None and await storage.pop_refresh(unbound) is None
 
 
@@ -43,7 +43,7 @@ async def test_a_refresh_token_read_with_peek_stays_in_place(
     still there to take afterwards."""
     storage = make_auth_storage()
     token = secrets.token_urlsafe(32)
-    await storage.save_refresh(token, _Refresh("c", ["s"], "https://a/mcp", "alice", time.time() + 60, "fam"))
+    await storage.save_refresh(token, RefreshGrant("c", ["s"], "https://a/mcp", "alice", time.time() + 60, "fam"))
     for _ in range(2):
         seen = await storage.peek_refresh(token)
         assert seen is not None and seen.subject == "alice" and seen.resource == "https://a/mcp"
@@ -64,9 +64,9 @@ async def test_two_replicas_taking_one_code_or_refresh_token_at_once_take_it_onc
     codes = [secrets.token_urlsafe(32) for _ in range(20)]
     refresh = [secrets.token_urlsafe(32) for _ in range(20)]
     for code in codes:
-        await first.save_code(code, _Code("c", "https://r", "x", ["s"], None, "alice", later))
+        await first.save_code(code, CodeGrant("c", "https://r", "x", ["s"], None, "alice", later))
     for i, token in enumerate(refresh):
-        await first.save_refresh(token, _Refresh("c", ["s"], None, "alice", later, "fam", "jkt" if i % 2 else None))
+        await first.save_refresh(token, RefreshGrant("c", ["s"], None, "alice", later, "fam", "jkt" if i % 2 else None))
     code_takes = [s.pop_code(code) for code in codes for s in (first, second, first, second)]
     refresh_takes = [
         take
@@ -127,14 +127,14 @@ async def test_refresh_tokens_without_an_expiry_are_bounded_in_count(
     storage = make_auth_storage(max_refresh_tokens=3)
     tokens = [secrets.token_urlsafe(32) for _ in range(6)]
     for i, token in enumerate(tokens):
-        await storage.save_refresh(token, _Refresh("c", ["s"], None, f"u{i}", None, "fam"))
+        await storage.save_refresh(token, RefreshGrant("c", ["s"], None, f"u{i}", None, "fam"))
     expiring = secrets.token_urlsafe(32)
-    await storage.save_refresh(expiring, _Refresh("c", ["s"], None, "e", time.time() + 60, "fam"))
+    await storage.save_refresh(expiring, RefreshGrant("c", ["s"], None, "e", time.time() + 60, "fam"))
     assert [t for t in tokens if await storage.peek_refresh(t) is not None] == tokens[3:]
     # a token taken (rotated) leaves the count: the next one saved evicts nothing
     assert (await storage.pop_refresh(tokens[3])) is not None
     newest = secrets.token_urlsafe(32)
-    await storage.save_refresh(newest, _Refresh("c", ["s"], None, "n", None, "fam"))
+    await storage.save_refresh(newest, RefreshGrant("c", ["s"], None, "n", None, "fam"))
     alive = [t for t in [*tokens, newest] if await storage.pop_refresh(t) is not None]
     assert alive == [tokens[4], tokens[5], newest]
     assert await storage.pop_refresh(expiring) is not None
@@ -153,7 +153,7 @@ async def test_a_refresh_token_saved_again_with_an_expiry_no_longer_counts_among
     tokens = [secrets.token_urlsafe(32) for _ in range(5)]
 
     async def save(token: str, expires_at: float | None) -> None:
-        await storage.save_refresh(token, _Refresh("c", ["s"], None, "u", expires_at, "fam"))
+        await storage.save_refresh(token, RefreshGrant("c", ["s"], None, "u", expires_at, "fam"))
         await asyncio.sleep(0.01)  # (a storage orders saves by its clock: two never tie)
 
     async def kept() -> list[int]:

@@ -161,9 +161,9 @@ async def test_a_stream_ended_while_its_queue_is_full_ends_after_what_waits() ->
     """``end()`` (the token the stream was opened with expired, or the input ended) when the queue is full: the
     stream still ends once the waiting notifications are written (the end used to be dropped with a full queue,
     so the stream stayed open past its token), and nothing offered after it is queued."""
-    from mcpkit.server.builtins import _Listener
+    from mcpkit.server.builtins import Listener
 
-    listener = _Listener({"resourceSubscriptions": NOTES}, "L", 2)
+    listener = Listener({"resourceSubscriptions": NOTES}, "L", 2)
     listener.offer("notifications/resources/updated", {"uri": NOTES[0]})
     listener.offer("notifications/resources/updated", {"uri": NOTES[1]})
     listener.end()

@@ -144,7 +144,7 @@ async def fetch_capped_response(
         raise httpx.ReadTimeout(f"{url} did not answer in full within {deadline:g} s") from None
 
 
-class _OAuthError(Exception):
+class OAuthError(Exception):
     """An OAuth error response of the authorization server: ``error`` code, description and HTTP status."""
 
     def __init__(self, error: str, description: str, status: int = 400) -> None:

@@ -64,8 +64,8 @@ import orjson
 from ..protocol.versions import LATEST_HANDSHAKE, META_PROTOCOL_VERSION, features, is_supported
 from ._util import pkce_pair
 from .challenges import parse_challenges
-from .client_discovery import _Discovery
-from .client_errors import AuthorizationServerUnavailable, InvalidClientError, OAuthFlowError, _shown
+from .client_discovery import Discovered
+from .client_errors import AuthorizationServerUnavailable, InvalidClientError, OAuthFlowError, shown_safely
 from .client_grants import JWT_BEARER_GRANT, AssertionProvider, AssertionRequest, IdJagExchange
 from .client_loopback import HeadlessBrowser, LoopbackCallback
 from .client_registration import RegistrationMixin
@@ -251,7 +251,7 @@ class OAuthClient(RegistrationMixin, httpx.Auth):
         self._lock = asyncio.Lock()
         self.issuer: str | None = None  # the issuer whose tokens are in use
         self.resource: str | None = None  # the resource they were issued for (the MCP server; None: unnamed)
-        self._discovery: _Discovery | None = None
+        self._discovery: Discovered | None = None
         self.offline_access = offline_access
         self._requested: dict[str, list[str]] = {}  # issuer -> scopes last requested there
         self._outages = 0  # refreshes that failed for now (AuthorizationServerUnavailable), the latest in _outage
@@ -512,13 +512,13 @@ class OAuthClient(RegistrationMixin, httpx.Auth):
                 tokens = await self._code_flow(discovery, client, scopes)
         await self.storage.set_tokens(discovery.issuer, tokens, discovery.resource)
 
-    def _use(self, discovery: _Discovery) -> None:
+    def _use(self, discovery: Discovered) -> None:
         """From now on, the tokens in use are those ``discovery``'s issuer issued for its resource."""
         self.issuer = discovery.issuer
         self.resource = discovery.resource
         self._discovery = discovery
 
-    def _select_scopes(self, challenge: Mapping[str, str], discovery: _Discovery) -> list[str] | None:
+    def _select_scopes(self, challenge: Mapping[str, str], discovery: Discovered) -> list[str] | None:
         if challenge.get("scope"):
             return challenge["scope"].split()
         if discovery.scopes:
@@ -529,7 +529,7 @@ class OAuthClient(RegistrationMixin, httpx.Auth):
             return str(self.client_metadata["scope"]).split()
         return None
 
-    async def _code_flow(self, discovery: _Discovery, client: Mapping[str, Any], scopes: list[str] | None) -> TokenSet:
+    async def _code_flow(self, discovery: Discovered, client: Mapping[str, Any], scopes: list[str] | None) -> TokenSet:
         if self.redirect_handler is None or self.callback_handler is None:
             raise OAuthFlowError("authorization needs a redirect_handler and a callback_handler")
         verifier, challenge = pkce_pair()
@@ -569,7 +569,7 @@ class OAuthClient(RegistrationMixin, httpx.Auth):
             raise OAuthFlowError("the authorization server promised an iss parameter and sent none")
         if "error" in answer:
             said = f"{answer.get('error')} {answer.get('error_description', '')}".rstrip()
-            raise OAuthFlowError(f"authorization refused: {_shown(said, 300)}")
+            raise OAuthFlowError(f"authorization refused: {shown_safely(said, 300)}")
         code = answer.get("code")
         if not code:
             raise OAuthFlowError("the authorization response has no code")

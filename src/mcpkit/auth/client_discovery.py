@@ -32,7 +32,7 @@ from ._util import (
     fetch_capped,
     is_secure_url,
 )
-from .client_errors import OAuthFlowError, _shown
+from .client_errors import OAuthFlowError, shown_safely
 
 _SPECIAL_V4 = ipaddress.ip_network("100.64.0.0/10")  # shared address space (carrier-grade NAT)
 
@@ -54,7 +54,7 @@ def _ip_class(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
 _RANK = {"public": 0, "loopback": 1, "private": 2, "reserved": 3, "link-local": 4}
 
 
-async def _address_class(host: str | None) -> str:
+async def address_class(host: str | None) -> str:
     """``public``, ``loopback``, ``private``, ``reserved`` or ``link-local`` for a host: an IP literal as is, a name
     by what it resolves to (the most sensitive of its addresses). An unresolvable name is ``public`` (the request
     will fail by itself)."""
@@ -108,7 +108,7 @@ class _AddressRule:
         if self.allow_private:
             return None
         if self._server_kind is None:
-            self._server_kind = await _address_class(self._server_host)
+            self._server_kind = await address_class(self._server_host)
         kind = _ip_class(ipaddress.ip_address(ip))
         if kind in ("public", self._server_kind):
             return None
@@ -277,8 +277,8 @@ async def fetch_refusal(
         return f"the {what} {url!r} must be https (plain http only on a loopback host)"
     if allow_private_network:
         return None
-    kind = await _address_class(urlsplit(url).hostname)
-    if kind == "public" or kind == await _address_class(urlsplit(server_url).hostname):
+    kind = await address_class(urlsplit(url).hostname)
+    if kind == "public" or kind == await address_class(urlsplit(server_url).hostname):
         return None
     return (
         f"the {what} {url!r} is on a {kind} address and the MCP server is not; refusing to fetch it "
@@ -287,7 +287,11 @@ async def fetch_refusal(
 
 
 @dataclass
-class _Discovery:
+class Discovered:
+    """What discovery found for one resource: its authorization server (``issuer`` and its metadata), the
+    resource and scopes to ask for, the protected resource metadata (``prm``), and whether the server predates RFC 9728
+    (``legacy``). The token endpoint and registration steps read it."""
+
     issuer: str
     metadata: dict[str, Any]
     resource: str | None
@@ -346,7 +350,7 @@ class DiscoveryMixin:
         if refusal is not None:
             raise OAuthFlowError(refusal)
 
-    async def _discover(self, challenge: Mapping[str, str], version: str, *, strict_pkce: bool = True) -> _Discovery:
+    async def _discover(self, challenge: Mapping[str, str], version: str, *, strict_pkce: bool = True) -> Discovered:
         """The resource metadata and its authorization server's, else (a 2025-03-26 server) the metadata at the
         authorization base URL, else its default endpoints. ``strict_pkce``: the server is held to the 2025-11-25 rule
         (an authorization server advertising no PKCE method is refused), which 2025-03-26 discovery does not know."""
@@ -378,7 +382,7 @@ class DiscoveryMixin:
             resource = prm.get("resource")
             if not isinstance(resource, str) or not self._resource_matches(resource, fetched):
                 raise OAuthFlowError(
-                    f"the protected resource metadata at {fetched} names resource {_shown(repr(resource), 200)}, "
+                    f"the protected resource metadata at {fetched} names resource {shown_safely(repr(resource), 200)}, "
                     f"which is not {self.server_url}: RFC 9728 §3.3 wants the resource identical to the MCP server's "
                     "URL, or to the resource identifier the well-known URL was made from (at the root: the origin)"
                 )
@@ -394,7 +398,7 @@ class DiscoveryMixin:
                 raise OAuthFlowError(f"the metadata issuer {metadata.get('issuer')!r} is not {issuer!r}")
             scopes = prm.get("scopes_supported")
             self._check_metadata(metadata, version=version)
-            return _Discovery(
+            return Discovered(
                 issuer, metadata, resource, [str(s) for s in scopes] if isinstance(scopes, list) else None, prm
             )
         # 2025-03-26: the authorization base URL is the server URL without its path
@@ -407,7 +411,7 @@ class DiscoveryMixin:
             if f"{parts.scheme}://{parts.netloc}" != origin:
                 raise OAuthFlowError(f"the metadata issuer {issuer!r} is not on {origin!r}")
             self._check_metadata(metadata, legacy=not strict_pkce, version=version)
-            return _Discovery(
+            return Discovered(
                 str(issuer).rstrip("/"), metadata, self._legacy_resource(version), None, None, legacy=True
             )
         if strict_pkce:
@@ -423,7 +427,7 @@ class DiscoveryMixin:
             "registration_endpoint": origin + "/register",
             "code_challenge_methods_supported": ["S256"],
         }
-        return _Discovery(origin, defaults, self._legacy_resource(version), None, None, legacy=True)
+        return Discovered(origin, defaults, self._legacy_resource(version), None, None, legacy=True)
 
     def _legacy_resource(self, version: str) -> str | None:
         """The ``resource`` to name without resource metadata: from 2025-06-18 on the client MUST name the MCP

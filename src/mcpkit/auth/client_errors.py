@@ -7,19 +7,19 @@ import re
 from ..protocol.errors import MCPError
 
 #: members of a token endpoint's (or a registration's) answer that are credentials: never shown in an error or a log
-_SECRET_MEMBERS = frozenset(
+SECRET_MEMBERS = frozenset(
     {"access_token", "refresh_token", "id_token", "issued_token", "client_secret", "registration_access_token"}
 )
 #: a credential in a text answer: ``name=value``, ``"name": "value"``, or an ``Authorization`` scheme's credentials
-_SECRET_NAMES = "|".join(sorted(_SECRET_MEMBERS))
+_SECRET_NAMES = "|".join(sorted(SECRET_MEMBERS))
 _SECRET_IN_TEXT = re.compile(
     rf"""(?i)((?:{_SECRET_NAMES})["']?\s*[:=]\s*["']?|\b(?:bearer|basic|dpop)\s+)"""  # the name, or the scheme
     r"""[^\s"'&,;}]+"""  # the credential
 )
-_EXCERPT = 200  # characters of an answer's text an error shows
+EXCERPT = 200  # characters of an answer's text an error shows
 
 
-def _shown(text: str, limit: int = _EXCERPT) -> str:
+def shown_safely(text: str, limit: int = EXCERPT) -> str:
     """``text`` (something a server or a redirect wrote) as an error or a log line may show it: anything that looks
     like a credential replaced by ``…``, control characters escaped as ``\\xNN`` (no terminal escape sequence, no
     forged log line), at most ``limit`` characters (then ``…``)."""

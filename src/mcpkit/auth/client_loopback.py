@@ -11,7 +11,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 
-from .client_errors import OAuthFlowError, _shown
+from .client_errors import OAuthFlowError, shown_safely
 
 
 class HeadlessBrowser:
@@ -34,7 +34,7 @@ class HeadlessBrowser:
                 if resp.status_code not in (301, 302, 303, 307, 308) or not location:
                     raise OAuthFlowError(
                         f"the authorization endpoint answered HTTP {resp.status_code} "
-                        f"without a redirect: {_shown(resp.text)}"
+                        f"without a redirect: {shown_safely(resp.text)}"
                     )
                 target = str(httpx.URL(url).join(location))
                 parts = urlsplit(target)

@@ -12,9 +12,9 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 
-from .client_discovery import _Discovery
+from .client_discovery import Discovered
 from .client_errors import OAuthFlowError
-from .client_token_endpoint import TokenEndpointMixin, _excerpt
+from .client_token_endpoint import TokenEndpointMixin, refusal_excerpt
 from .client_tokens import TokenStorage
 
 
@@ -30,7 +30,7 @@ class RegistrationMixin(TokenEndpointMixin):
     _preregistered_issuer: str | None
     _auth_method_given: bool
 
-    async def _registration(self, discovery: _Discovery, version: str) -> dict[str, Any]:
+    async def _registration(self, discovery: Discovered, version: str) -> dict[str, Any]:
         stored = await self.storage.get_client_info(discovery.issuer)
         expires = stored.get("client_secret_expires_at") if stored is not None else None
         if stored is not None and isinstance(expires, (int, float)) and 0 < expires <= time.time():
@@ -74,7 +74,7 @@ class RegistrationMixin(TokenEndpointMixin):
         except httpx.HTTPError as exc:
             raise OAuthFlowError(f"registration failed: {exc}") from exc
         if status not in (200, 201):
-            raise OAuthFlowError(f"registration failed: HTTP {status} {_excerpt(raw)}")
+            raise OAuthFlowError(f"registration failed: HTTP {status} {refusal_excerpt(raw)}")
         try:
             info = orjson.loads(raw)
         except orjson.JSONDecodeError:

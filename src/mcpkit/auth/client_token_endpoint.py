@@ -23,14 +23,14 @@ import orjson
 
 from ._util import DocumentTooLarge, fetch_capped_response
 from .challenges import parse_challenges
-from .client_discovery import DiscoveryMixin, _Discovery
+from .client_discovery import Discovered, DiscoveryMixin
 from .client_errors import (
-    _EXCERPT,
-    _SECRET_MEMBERS,
+    EXCERPT,
+    SECRET_MEMBERS,
     AuthorizationServerUnavailable,
     InvalidClientError,
     OAuthFlowError,
-    _shown,
+    shown_safely,
 )
 from .client_grants import JWT_BEARER_GRANT, AssertionProvider, AssertionRequest
 from .client_tokens import TokenSet
@@ -92,7 +92,7 @@ class TokenEndpointMixin(DiscoveryMixin):
         found = dict(parse_challenges(", ".join(response.headers.get_list("www-authenticate"))))
         return found.get("dpop", {}).get("error") == "use_dpop_nonce"
 
-    def _dpop_for(self, discovery: _Discovery) -> SigningKey | None:
+    def _dpop_for(self, discovery: Discovered) -> SigningKey | None:
         """The key to bind tokens from this authorization server to, or None (no DPoP). In ``auto`` mode only when
         the MCP server takes DPoP (a ``DPoP`` challenge, or DPoP fields in its resource metadata): an authorization
         server that merely supports it would otherwise bind tokens a bearer-only MCP server refuses."""
@@ -118,7 +118,7 @@ class TokenEndpointMixin(DiscoveryMixin):
             )
         return key
 
-    async def _jwt_bearer(self, discovery: _Discovery, client: Mapping[str, Any], scopes: list[str] | None) -> TokenSet:
+    async def _jwt_bearer(self, discovery: Discovered, client: Mapping[str, Any], scopes: list[str] | None) -> TokenSet:
         """RFC 7523 §2.1: trade the assertion for an access token. An assertion the authorization server refused
         is not sent again (a static workload token would only be refused again): the error surfaces instead."""
         if isinstance(self.assertion, str):
@@ -166,14 +166,14 @@ class TokenEndpointMixin(DiscoveryMixin):
             data = None
         if status != 200 or not isinstance(data, dict):
             error = data.get("error") if isinstance(data, dict) else None
-            shown = _answer_shown(data) if isinstance(data, dict) else _excerpt(raw)
+            shown = _answer_shown(data) if isinstance(data, dict) else refusal_excerpt(raw)
             refused = OAuthFlowError(f"{url} refused the request: HTTP {status} {shown}")
             refused.oauth_error = str(error) if error else None
             raise refused
         return data
 
     async def _token_request(
-        self, discovery: _Discovery, client: Mapping[str, Any], form: dict[str, str], resource: str | None
+        self, discovery: Discovered, client: Mapping[str, Any], form: dict[str, str], resource: str | None
     ) -> TokenSet:
         """One token request: client authentication, a DPoP proof when tokens are bound (retried once with the
         authorization server's nonce on ``use_dpop_nonce``, RFC 9449 §8), the answer checked and read."""
@@ -209,13 +209,13 @@ class TokenEndpointMixin(DiscoveryMixin):
                 kind: type[OAuthFlowError] = AuthorizationServerUnavailable
             else:
                 kind = InvalidClientError if error == "invalid_client" else OAuthFlowError
-            shown = _answer_shown(data) if isinstance(data, dict) else _excerpt(raw)
+            shown = _answer_shown(data) if isinstance(data, dict) else refusal_excerpt(raw)
             refused = kind(f"token request refused: HTTP {status} {shown}")
             refused.oauth_error = str(error) if error else None
             raise refused
         token_type = str(data.get("token_type", "")).lower()
         if token_type not in ("bearer", "dpop") or (token_type == "dpop" and key is None):
-            raise OAuthFlowError(f"unsupported token_type {_shown(repr(data.get('token_type')), 100)}")
+            raise OAuthFlowError(f"unsupported token_type {shown_safely(repr(data.get('token_type')), 100)}")
         access, refresh, scope = data["access_token"], data.get("refresh_token"), data.get("scope")
         try:
             expires_in = _seconds(data.get("expires_in"))
@@ -236,7 +236,7 @@ class TokenEndpointMixin(DiscoveryMixin):
         )
 
     def _authenticated(
-        self, discovery: _Discovery, client: Mapping[str, Any], form: Mapping[str, str]
+        self, discovery: Discovered, client: Mapping[str, Any], form: Mapping[str, str]
     ) -> tuple[dict[str, str], dict[str, str]]:
         """The form and headers of a token request with the client's authentication: HTTP Basic, the secret in the
         form, a fresh ``private_key_jwt`` assertion (RFC 7523 §2.2), or the bare ``client_id`` (public client)."""
@@ -275,18 +275,18 @@ def _redacted(data: Any) -> Any:
     """A token endpoint's answer with its credentials replaced by ``'…'``."""
     if not isinstance(data, dict):
         return data
-    return {k: "…" if k in _SECRET_MEMBERS else v for k, v in data.items()}
+    return {k: "…" if k in SECRET_MEMBERS else v for k, v in data.items()}
 
 
 def _answer_shown(data: dict[str, Any]) -> str:
     """A refused JSON answer as an error may show it: the OAuth ``error`` and ``error_description`` first, then the
-    other members, credentials redacted, bounded and escaped (:func:`~.client_errors._shown`)."""
+    other members, credentials redacted, bounded and escaped (:func:`~.client_errors.shown_safely`)."""
     first: dict[str, Any] = {k: data[k] for k in ("error", "error_description") if k in data}
     ordered: dict[str, Any] = {**first, **{k: v for k, v in data.items() if k not in first}}
-    return _shown(repr(_redacted(ordered)), _ANSWER_SHOWN)
+    return shown_safely(repr(_redacted(ordered)), _ANSWER_SHOWN)
 
 
-def _excerpt(raw: bytes) -> str:
+def refusal_excerpt(raw: bytes) -> str:
     """What an error may show of an authorization server's refusal: the ``error`` and ``error_description`` of a
     JSON object, else about 200 characters of the text; control characters escaped (no terminal escape sequence or
     forged log line) and anything that looks like a credential replaced by ``…``."""
@@ -296,8 +296,8 @@ def _excerpt(raw: bytes) -> str:
         data = None
     if isinstance(data, dict):
         parts = [str(data[k]) for k in ("error", "error_description") if isinstance(data.get(k), (str, int, float))]
-        return _shown(": ".join(parts) if parts else "(no error in the answer)")
-    return _shown(raw[: _EXCERPT * 4].decode("utf-8", "replace"))
+        return shown_safely(": ".join(parts) if parts else "(no error in the answer)")
+    return shown_safely(raw[: EXCERPT * 4].decode("utf-8", "replace"))
 
 
 def _seconds(value: Any) -> float | None:

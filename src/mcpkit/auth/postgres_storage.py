@@ -36,7 +36,7 @@ import orjson
 
 from ..stores.postgres.connection import DEFAULT_TIMEOUT, PostgresConnection
 from ..stores.postgres.swept import SweptTable
-from .storage import ClientRecord, _Code, _Refresh, check_shared_bounds
+from .storage import ClientRecord, CodeGrant, RefreshGrant, check_shared_bounds
 
 __all__ = ["MAX_SWEEP", "PostgresAuthStorage", "PostgresReplayCache"]
 
@@ -289,25 +289,25 @@ class PostgresAuthStorage(_PostgresHolder):
             )
 
     # ------------------------------------------------------------------ codes and refresh tokens
-    async def save_code(self, code: str, data: _Code) -> None:
+    async def save_code(self, code: str, data: CodeGrant) -> None:
         await self._keep("code", _digest(code), orjson.dumps(asdict(data)), data.expires_at)
 
-    async def pop_code(self, code: str) -> _Code | None:
+    async def pop_code(self, code: str) -> CodeGrant | None:
         raw = await self._take("code", _digest(code))
-        return _Code(**orjson.loads(raw)) if raw is not None else None
+        return CodeGrant(**orjson.loads(raw)) if raw is not None else None
 
-    async def save_refresh(self, token: str, data: _Refresh) -> None:
+    async def save_refresh(self, token: str, data: RefreshGrant) -> None:
         await self._keep("refresh", _digest(token), orjson.dumps(asdict(data)), data.expires_at, data.jkt)
 
-    async def pop_refresh(self, token: str) -> _Refresh | None:
+    async def pop_refresh(self, token: str) -> RefreshGrant | None:
         raw = await self._take("refresh", _digest(token))
-        return _Refresh(**orjson.loads(raw)) if raw is not None else None
+        return RefreshGrant(**orjson.loads(raw)) if raw is not None else None
 
-    async def peek_refresh(self, token: str) -> _Refresh | None:
+    async def peek_refresh(self, token: str) -> RefreshGrant | None:
         raw = await self._read("refresh", _digest(token))
-        return _Refresh(**orjson.loads(raw)) if raw is not None else None
+        return RefreshGrant(**orjson.loads(raw)) if raw is not None else None
 
-    async def take_refresh(self, token: str, jkt: str | None) -> _Refresh | None:
+    async def take_refresh(self, token: str, jkt: str | None) -> RefreshGrant | None:
         """Take the refresh token unless it is bound to another DPoP key (then it is returned and left in place), in
         one statement: a refresh with the wrong key never takes the token away from a concurrent one with the right
         key, and of two takes with the right key exactly one gets it."""
@@ -322,7 +322,7 @@ class PostgresAuthStorage(_PostgresHolder):
                 jkt or "",
                 "refresh",
             )
-        return _Refresh(**orjson.loads(row["value"])) if row is not None and row["alive"] else None
+        return RefreshGrant(**orjson.loads(row["value"])) if row is not None and row["alive"] else None
 
     # ------------------------------------------------------------------ the replay ledger (see AuthStorage)
     async def mark_used(self, key: str, family: str, expires_at: float | None) -> None:

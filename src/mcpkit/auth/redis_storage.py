@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .storage import ClientRecord, _Code, _Refresh, check_shared_bounds
+from .storage import ClientRecord, CodeGrant, RefreshGrant, check_shared_bounds
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -372,15 +372,15 @@ class RedisAuthStorage(_RedisHolder):
             current, legacy = await pipe.execute()
         return current or legacy
 
-    async def save_code(self, code: str, data: _Code) -> None:
+    async def save_code(self, code: str, data: CodeGrant) -> None:
         key = self._secret_key("code", code)
         await self.redis.set(key, orjson.dumps(asdict(data)), px=self._ttl_ms(data.expires_at))
 
-    async def pop_code(self, code: str) -> _Code | None:
+    async def pop_code(self, code: str) -> CodeGrant | None:
         raw: Any = await self._take("code", code)
-        return _Code(**orjson.loads(raw)) if raw else None
+        return CodeGrant(**orjson.loads(raw)) if raw else None
 
-    async def save_refresh(self, token: str, data: _Refresh) -> None:
+    async def save_refresh(self, token: str, data: RefreshGrant) -> None:
         keys = [self._secret_key("refresh", token), self._key("refresh-unexpiring", "all")]
         record = orjson.dumps(asdict(data))
         if data.expires_at is not None:
@@ -391,25 +391,25 @@ class RedisAuthStorage(_RedisHolder):
         args: list[bytes | str | int] = [record, _digest(token), self.max_refresh_tokens, prefix]
         await self._save_unexpiring(keys=keys, args=args)
 
-    async def _take_refresh_record(self, token: str, jkt: str | None, check: bool) -> _Refresh | None:
+    async def _take_refresh_record(self, token: str, jkt: str | None, check: bool) -> RefreshGrant | None:
         current = self._secret_key("refresh", token)
         legacy = self._key("refresh", token) if _ISSUED_SECRET.fullmatch(token) else current
         keys = [current, legacy, self._key("refresh-unexpiring", "all")]
         answer: Any = await self._take_refresh(keys=keys, args=[jkt or "", _digest(token), "1" if check else "0"])
-        return _Refresh(**orjson.loads(answer[1])) if answer else None
+        return RefreshGrant(**orjson.loads(answer[1])) if answer else None
 
-    async def pop_refresh(self, token: str) -> _Refresh | None:
+    async def pop_refresh(self, token: str) -> RefreshGrant | None:
         return await self._take_refresh_record(token, None, False)
 
-    async def peek_refresh(self, token: str) -> _Refresh | None:
+    async def peek_refresh(self, token: str) -> RefreshGrant | None:
         """The refresh token's record, left in place (under the key an earlier version kept it by, too)."""
         current = self._secret_key("refresh", token)
         legacy = self._key("refresh", token) if _ISSUED_SECRET.fullmatch(token) else current
         found, old = await self.redis.mget([current, legacy])
         raw = found or old
-        return _Refresh(**orjson.loads(raw)) if raw else None
+        return RefreshGrant(**orjson.loads(raw)) if raw else None
 
-    async def take_refresh(self, token: str, jkt: str | None) -> _Refresh | None:
+    async def take_refresh(self, token: str, jkt: str | None) -> RefreshGrant | None:
         """Take the refresh token unless it is bound to another DPoP key (then it is returned and left in place), in
         one script: a refresh with the wrong key never takes the token away from a concurrent one with the right
         key."""

@@ -14,7 +14,7 @@ import orjson
 
 from .._asgi import Receive, Scope, Send
 from ._util import (
-    _OAuthError,
+    OAuthError,
     read_body,
     send_json,
     valid_redirect_uri,
@@ -56,7 +56,7 @@ def _kept_metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def _public_jwks(jwks: Any) -> dict[str, Any]:
+def public_jwks(jwks: Any) -> dict[str, Any]:
     """A registered JWK Set, checked: at most 8 asymmetric public keys that load (no private or symmetric key)."""
     import jwt
 
@@ -117,7 +117,7 @@ class ClientRegistration:
                 raise ValueError(f"redirect URI must be https or localhost: {uri}")
         if token_endpoint_auth_method not in AUTH_METHODS:
             raise ValueError("unsupported token_endpoint_auth_method")
-        keys = _public_jwks(jwks) if jwks is not None else None
+        keys = public_jwks(jwks) if jwks is not None else None
         if (token_endpoint_auth_method == "private_key_jwt") != (keys is not None):
             raise ValueError("a private_key_jwt client needs its public keys (jwks), and only it has some")
         secret = None
@@ -145,7 +145,7 @@ class ClientRegistration:
         try:
             return await read_body(receive, limit)
         except ValueError:
-            raise _OAuthError(
+            raise OAuthError(
                 "invalid_request",
                 f"the request body is larger than {limit} bytes (AuthorizationServer({option}=...))",
                 413,
@@ -153,46 +153,46 @@ class ClientRegistration:
 
     async def _register(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("method") != "POST":
-            raise _OAuthError("invalid_request", "use POST", 405)
+            raise OAuthError("invalid_request", "use POST", 405)
         self._registration_allowed(scope)
         try:
             meta = orjson.loads(await self._body(receive, self.max_client_metadata, "max_client_metadata"))
         except orjson.JSONDecodeError:
-            raise _OAuthError("invalid_client_metadata", "the body must be a JSON object") from None
+            raise OAuthError("invalid_client_metadata", "the body must be a JSON object") from None
         if not isinstance(meta, dict):
-            raise _OAuthError("invalid_client_metadata", "the body must be a JSON object")
+            raise OAuthError("invalid_client_metadata", "the body must be a JSON object")
         uris = meta.get("redirect_uris") or []
         grant_types = meta.get("grant_types") or ["authorization_code", "refresh_token"]
         if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
-            raise _OAuthError("invalid_redirect_uri", "redirect_uris must be a list of strings")
+            raise OAuthError("invalid_redirect_uri", "redirect_uris must be a list of strings")
         if not isinstance(grant_types, list) or not all(isinstance(g, str) for g in grant_types):
-            raise _OAuthError("invalid_client_metadata", "grant_types must be a list of strings")
+            raise OAuthError("invalid_client_metadata", "grant_types must be a list of strings")
         if "authorization_code" in grant_types and not uris:
-            raise _OAuthError("invalid_redirect_uri", "redirect_uris are required for the authorization code grant")
+            raise OAuthError("invalid_redirect_uri", "redirect_uris are required for the authorization code grant")
         bad = [u for u in uris if not valid_redirect_uri(u)]
         if bad:
-            raise _OAuthError("invalid_redirect_uri", "redirect URIs must be https or localhost: " + " ".join(bad))
+            raise OAuthError("invalid_redirect_uri", "redirect URIs must be https or localhost: " + " ".join(bad))
         method = meta.get("token_endpoint_auth_method", "client_secret_basic")
         if method not in AUTH_METHODS:
-            raise _OAuthError("invalid_client_metadata", f"unsupported token_endpoint_auth_method {method!r}")
+            raise OAuthError("invalid_client_metadata", f"unsupported token_endpoint_auth_method {method!r}")
         if "jwks_uri" in meta:
             # the server would fetch a URL a stranger named (SSRF): keys are registered by value
-            raise _OAuthError("invalid_client_metadata", "jwks_uri is not supported: register the keys as jwks")
+            raise OAuthError("invalid_client_metadata", "jwks_uri is not supported: register the keys as jwks")
         jwks: dict[str, Any] | None = None
         if method == "private_key_jwt" or "jwks" in meta:
             try:
-                jwks = _public_jwks(meta.get("jwks"))
+                jwks = public_jwks(meta.get("jwks"))
             except ValueError as exc:
-                raise _OAuthError("invalid_client_metadata", str(exc)) from None
+                raise OAuthError("invalid_client_metadata", str(exc)) from None
             if method != "private_key_jwt":
-                raise _OAuthError("invalid_client_metadata", "jwks are for private_key_jwt clients")
+                raise OAuthError("invalid_client_metadata", "jwks are for private_key_jwt clients")
         allowed_grants = {"authorization_code", "refresh_token", "client_credentials"}
         if not isinstance(grant_types, list) or any(g not in allowed_grants for g in grant_types):
-            raise _OAuthError("invalid_client_metadata", "unsupported grant_types")
+            raise OAuthError("invalid_client_metadata", "unsupported grant_types")
         if "client_credentials" in grant_types and method == "none":
-            raise _OAuthError("invalid_client_metadata", "client_credentials needs client authentication")
+            raise OAuthError("invalid_client_metadata", "client_credentials needs client authentication")
         if "client_credentials" in grant_types and not self.registration_client_credentials:
-            raise _OAuthError(
+            raise OAuthError(
                 "invalid_client_metadata",
                 "self-registered clients may not use client_credentials: pre-register the client "
                 "(or AuthorizationServer(registration_client_credentials=True))",
@@ -201,7 +201,7 @@ class ClientRegistration:
         if scope_value is not None and self.scopes_supported is not None:
             unknown = [s for s in scope_value.split() if s not in self.scopes_supported and s != "openid"]
             if unknown:
-                raise _OAuthError("invalid_client_metadata", "unknown scope: " + " ".join(unknown))
+                raise OAuthError("invalid_client_metadata", "unknown scope: " + " ".join(unknown))
         granted = self._registration_grant(scope_value)
         record = await self.register_client(
             redirect_uris=uris,
@@ -251,7 +251,7 @@ class ClientRegistration:
         recent = [t for t in self._registrations.pop(address, ()) if t > now - window]
         if len(recent) >= count:
             self._registrations[address] = recent
-            raise _OAuthError(
+            raise OAuthError(
                 "slow_down",
                 f"too many registrations from this address ({count} per {window:g} s: "
                 "AuthorizationServer(registration_rate=...))",

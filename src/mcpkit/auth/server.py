@@ -42,7 +42,7 @@ from .._asgi import ASGIApp, Receive, Scope, Send, lifespan
 from ..server.request_context import CURRENT_UPSTREAM, provide_upstream
 from ._util import (
     COLOCATED_ISSUER,
-    _OAuthError,
+    OAuthError,
     canonical_resource,
     header,
     is_secure_url,
@@ -445,11 +445,11 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
             return
         try:
             if name in _READ_ONLY and method not in ("GET", "HEAD"):
-                raise _OAuthError("invalid_request", "this document is read with GET", 405)
+                raise OAuthError("invalid_request", "this document is read with GET", 405)
             await route(scope, receive, send)
         except ConnectionError:
             return  # the client went away while sending its body
-        except _OAuthError as exc:
+        except OAuthError as exc:
             extra: list[tuple[bytes, bytes]] = list(exc.headers)
             if exc.status == 401:
                 extra.append((b"www-authenticate", b'Basic realm="oauth"'))
@@ -493,11 +493,11 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
         if self.scopes_supported is not None:
             unknown = [s for s in scopes if s not in self.scopes_supported and s != "openid"]
             if unknown:
-                raise _OAuthError("invalid_scope", "unknown scope: " + " ".join(unknown))
+                raise OAuthError("invalid_scope", "unknown scope: " + " ".join(unknown))
         if client.scope is not None:
             allowed = set(client.scope.split())
             if any(s not in allowed and s != "openid" for s in scopes):
-                raise _OAuthError("invalid_scope", "scope not allowed for this client")
+                raise OAuthError("invalid_scope", "scope not allowed for this client")
         return scopes
 
     def _resource(self, requested: str | None) -> str | None:
@@ -507,11 +507,11 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
             parts = urlsplit(requested)
             canonical = canonical_resource(requested)
         except ValueError:  # no URL at all (an unclosed "[", a port out of range)
-            raise _OAuthError("invalid_target", "resource must be an absolute URI without fragment") from None
+            raise OAuthError("invalid_target", "resource must be an absolute URI without fragment") from None
         if parts.fragment or not parts.scheme:
-            raise _OAuthError("invalid_target", "resource must be an absolute URI without fragment")
+            raise OAuthError("invalid_target", "resource must be an absolute URI without fragment")
         if self.resources and canonical not in self.resources:
-            raise _OAuthError("invalid_target", "unknown resource")
+            raise OAuthError("invalid_target", "unknown resource")
         return canonical
 
     async def _client_auth(self, scope: Scope, form: dict[str, str]) -> ClientRecord:
@@ -519,32 +519,32 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
 
     async def _form(self, scope: Scope, receive: Receive) -> dict[str, str]:
         if scope.get("method") != "POST":
-            raise _OAuthError("invalid_request", "use POST", 405)
+            raise OAuthError("invalid_request", "use POST", 405)
         ctype = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
         if ctype != "application/x-www-form-urlencoded":
-            raise _OAuthError("invalid_request", "use application/x-www-form-urlencoded")
+            raise OAuthError("invalid_request", "use application/x-www-form-urlencoded")
         body = (await self._body(receive, self.max_form, "max_form")).decode("utf-8", "replace")
         if bytes(scope.get("query_string", b"")):
-            raise _OAuthError("invalid_request", "parameters belong in the body, not the query string")
+            raise OAuthError("invalid_request", "parameters belong in the body, not the query string")
         pairs = parse_qsl(body, keep_blank_values=True)
         keys = [k for k, _ in pairs]
         if len(keys) != len(set(keys)):
-            raise _OAuthError("invalid_request", "repeated parameter")
+            raise OAuthError("invalid_request", "repeated parameter")
         return dict(pairs)
 
     async def _token(self, scope: Scope, receive: Receive, send: Send) -> None:
         form = await self._form(scope, receive)
         grant = form.get("grant_type")
         if not grant:
-            raise _OAuthError("invalid_request", "grant_type is required")
+            raise OAuthError("invalid_request", "grant_type is required")
         if grant not in _GRANTS and not (grant == JWT_BEARER_GRANT and self.assertion_verifiers):
             # RFC 6749 §5.2: a grant this server does not have at all (unauthorized_client is for one it has)
-            raise _OAuthError("unsupported_grant_type", f"unsupported grant_type {grant!r}")
+            raise OAuthError("unsupported_grant_type", f"unsupported grant_type {grant!r}")
         anonymous = not (form.get("client_id") or header(scope, b"authorization") or "client_assertion" in form)
         # a jwt-bearer grant may come without client authentication (workload identity: the assertion is all)
         client = None if grant == JWT_BEARER_GRANT and anonymous else await self._client_auth(scope, form)
         if client is not None and grant not in client.grant_types:
-            raise _OAuthError("unauthorized_client", f"grant {grant!r} not allowed for this client")
+            raise OAuthError("unauthorized_client", f"grant {grant!r} not allowed for this client")
         jkt = await self._token_proof(scope, client)
         if grant == "authorization_code" and client is not None:
             result = await self._grant_code(client, form, jkt)
@@ -552,9 +552,9 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
             result = await self._grant_refresh(client, form, jkt)
         elif grant == "client_credentials" and client is not None:
             if not client.has_secret and client.token_endpoint_auth_method != "private_key_jwt":
-                raise _OAuthError("unauthorized_client", "client_credentials needs a confidential client")
+                raise OAuthError("unauthorized_client", "client_credentials needs a confidential client")
             if client.dynamic and not self.registration_client_credentials:
-                raise _OAuthError(
+                raise OAuthError(
                     "unauthorized_client",
                     "self-registered clients may not use client_credentials "
                     "(AuthorizationServer(registration_client_credentials=True) allows it)",
@@ -563,11 +563,11 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
             resource = self._resource(form.get("resource"))
             request = AuthorizationRequest(client, "", scopes, resource, None, grant_type="client_credentials")
             if self.approver is None or await self.approver(request) is None:
-                raise _OAuthError("access_denied", "the approver denied this client_credentials grant")
+                raise OAuthError("access_denied", "the approver denied this client_credentials grant")
             result = await self._tokens(client.client_id, client.client_id, scopes, resource, refresh=False, jkt=jkt)
         elif grant == JWT_BEARER_GRANT and self.assertion_verifiers:
             result = await self._grant_jwt_bearer(client, form, jkt)
         else:
-            raise _OAuthError("unsupported_grant_type", f"unsupported grant_type {grant!r}")
+            raise OAuthError("unsupported_grant_type", f"unsupported grant_type {grant!r}")
         await self._used(client)
         await send_json(send, 200, result, [(b"pragma", b"no-cache")])

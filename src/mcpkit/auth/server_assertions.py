@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from ._util import _OAuthError, header
+from ._util import OAuthError, header
 from .keys import ASYMMETRIC_ALGORITHMS
 from .replay import ReplayCache
 from .server_grants import TokenGrants
@@ -75,25 +75,25 @@ class AssertionChecks(TokenGrants):
             try:
                 raw = base64.b64decode(basic[6:].strip()).decode("utf-8")
             except (ValueError, UnicodeDecodeError):
-                raise _OAuthError("invalid_client", "malformed Basic credentials", 401) from None
+                raise OAuthError("invalid_client", "malformed Basic credentials", 401) from None
             cid, _, sec = raw.partition(":")
             if client_id is not None and client_id != unquote(cid):
-                raise _OAuthError("invalid_client", "client_id mismatch", 401)
+                raise OAuthError("invalid_client", "client_id mismatch", 401)
             client_id, secret, method = unquote(cid), unquote(sec), "client_secret_basic"
         elif "client_secret" in form:
             secret, method = form["client_secret"], "client_secret_post"
         if not client_id:
-            raise _OAuthError("invalid_client", "client authentication required", 401)
+            raise OAuthError("invalid_client", "client authentication required", 401)
         client = await lookup(client_id)
         if client is None:
-            raise _OAuthError("invalid_client", "unknown client", 401)
+            raise OAuthError("invalid_client", "unknown client", 401)
         if client.token_endpoint_auth_method != method:
-            raise _OAuthError(
+            raise OAuthError(
                 "invalid_client", f"this client authenticates with {client.token_endpoint_auth_method}", 401
             )
         if client.has_secret:
             if not client.secret_matches(secret or ""):
-                raise _OAuthError("invalid_client", "bad client credentials", 401)
+                raise OAuthError("invalid_client", "bad client credentials", 401)
             if client.client_secret is not None:  # stored in clear by an earlier version: keep its digest now
                 await self.storage.save_client(client.stored())
         return client
@@ -104,18 +104,18 @@ class AssertionChecks(TokenGrants):
         iat = claims.get("iat", exp)
         now = self.clock()
         if not isinstance(jti, str) or not jti or len(jti) > 256:
-            raise _OAuthError(error, f"the {kind} needs a jti", status)
+            raise OAuthError(error, f"the {kind} needs a jti", status)
         if not isinstance(exp, (int, float)) or not isinstance(iat, (int, float)):
-            raise _OAuthError(error, f"the {kind} needs exp", status)
+            raise OAuthError(error, f"the {kind} needs exp", status)
         if exp - now > self.max_assertion_lifetime:
-            raise _OAuthError(
+            raise OAuthError(
                 error,
                 f"the {kind} lives longer than {self.max_assertion_lifetime:g} s (max_assertion_lifetime)",
                 status,
             )
         key = hashlib.sha256(f"{kind}\0{who}\0{jti}".encode()).hexdigest()[:32]
         if not await self.replay_cache.first_use(key, float(iat), float(exp) + 30.0):
-            raise _OAuthError(error, f"the {kind} was used before (replay)", status)
+            raise OAuthError(error, f"the {kind} was used before (replay)", status)
 
     # ------------------------------------------------------------------ private_key_jwt (RFC 7523 §2.2)
     async def _assertion_client(self, form: dict[str, str], lookup: Any) -> ClientRecord:
@@ -123,24 +123,24 @@ class AssertionChecks(TokenGrants):
         import jwt
 
         if form.get("client_assertion_type") != CLIENT_ASSERTION_TYPE:
-            raise _OAuthError("invalid_client", "unsupported client_assertion_type", 401)
+            raise OAuthError("invalid_client", "unsupported client_assertion_type", 401)
         assertion = form.get("client_assertion", "")
         try:
             head = jwt.get_unverified_header(assertion)
             unverified = jwt.decode(assertion, options={"verify_signature": False})
         except jwt.PyJWTError:
-            raise _OAuthError("invalid_client", "malformed client assertion", 401) from None
+            raise OAuthError("invalid_client", "malformed client assertion", 401) from None
         client_id = unverified.get("sub")
         if not isinstance(client_id, str) or unverified.get("iss") != client_id:
-            raise _OAuthError("invalid_client", "the client assertion's iss and sub must be the client_id", 401)
+            raise OAuthError("invalid_client", "the client assertion's iss and sub must be the client_id", 401)
         if form.get("client_id", client_id) != client_id:
-            raise _OAuthError("invalid_client", "client_id mismatch", 401)
+            raise OAuthError("invalid_client", "client_id mismatch", 401)
         client: ClientRecord | None = await lookup(client_id)
         if client is None or client.token_endpoint_auth_method != "private_key_jwt" or not client.jwks:
-            raise _OAuthError("invalid_client", "this client does not authenticate with private_key_jwt", 401)
+            raise OAuthError("invalid_client", "this client does not authenticate with private_key_jwt", 401)
         alg = head.get("alg")
         if alg not in ASYMMETRIC_ALGORITHMS:
-            raise _OAuthError("invalid_client", "the client assertion must use an asymmetric algorithm", 401)
+            raise OAuthError("invalid_client", "the client assertion must use an asymmetric algorithm", 401)
         keys = [k for k in client.jwks.get("keys", []) if isinstance(k, dict)]
         kid = head.get("kid")
         candidates = [k for k in keys if kid is None or k.get("kid") == kid]
@@ -161,7 +161,7 @@ class AssertionChecks(TokenGrants):
             except (jwt.PyJWTError, ValueError, TypeError, KeyError):
                 continue
         if claims is None:
-            raise _OAuthError("invalid_client", "the client assertion does not verify (key, audience or expiry)", 401)
+            raise OAuthError("invalid_client", "the client assertion does not verify (key, audience or expiry)", 401)
         await self._single_use("client assertion", client_id, claims, "invalid_client", 401)
         return client
 
@@ -176,21 +176,21 @@ class AssertionChecks(TokenGrants):
             head = jwt.get_unverified_header(assertion)
             iss = jwt.decode(assertion, options={"verify_signature": False}).get("iss")
         except jwt.PyJWTError:
-            raise _OAuthError("invalid_grant", "malformed assertion") from None
+            raise OAuthError("invalid_grant", "malformed assertion") from None
         verifier = self.assertion_verifiers.get(iss) if isinstance(iss, str) else None
         if verifier is None:
-            raise _OAuthError("invalid_grant", "the assertion's issuer is not trusted")
+            raise OAuthError("invalid_grant", "the assertion's issuer is not trusted")
         try:
             verified = await verifier.verify(assertion)
         except InvalidToken as exc:
-            raise _OAuthError("invalid_grant", f"the assertion does not verify: {exc}") from None
+            raise OAuthError("invalid_grant", f"the assertion does not verify: {exc}") from None
         claims = dict(verified.claims)
         aud = claims.get("aud")
         auds = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
         if not any(a in self._audiences() for a in auds):
-            raise _OAuthError("invalid_grant", "the assertion is for another audience")
+            raise OAuthError("invalid_grant", "the assertion is for another audience")
         if not isinstance(claims.get("sub"), str) or not claims["sub"]:
-            raise _OAuthError("invalid_grant", "the assertion names no subject")
+            raise OAuthError("invalid_grant", "the assertion names no subject")
         await self._single_use("assertion", str(iss), claims, "invalid_grant", 400)
         return claims, head.get("typ") == ID_JAG_TYP
 
@@ -203,18 +203,18 @@ class AssertionChecks(TokenGrants):
         resource = self._resource(form.get("resource"))
         if id_jag:
             if client is None or claims.get("client_id") != client.client_id:
-                raise _OAuthError("invalid_grant", "the ID-JAG was issued to another client")
+                raise OAuthError("invalid_grant", "the ID-JAG was issued to another client")
             named = claims.get("resource")
             if named is not None:
                 named_resource = self._resource(str(named))
                 if resource is not None and resource != named_resource:
-                    raise _OAuthError("invalid_target", "resource differs from the ID-JAG's")
+                    raise OAuthError("invalid_target", "resource differs from the ID-JAG's")
                 resource = named_resource
         scopes = self._scopes(form.get("scope"), client) if client is not None else (form.get("scope") or "").split()
         if client is None and self.scopes_supported is not None:
             unknown = [s for s in scopes if s not in self.scopes_supported]
             if unknown:
-                raise _OAuthError("invalid_scope", "unknown scope: " + " ".join(unknown))
+                raise OAuthError("invalid_scope", "unknown scope: " + " ".join(unknown))
         allowed = claims.get("scope")
         if isinstance(allowed, str):  # SEP-990 §7.2.1: the intersection of what is asked and what the ID-JAG allows
             scopes = [s for s in scopes if s in allowed.split()] if form.get("scope") else allowed.split()
@@ -222,7 +222,7 @@ class AssertionChecks(TokenGrants):
             client, "", scopes, resource, None, grant_type=JWT_BEARER_GRANT, assertion=claims
         )
         if self.approver is None or await self.approver(request) is None:
-            raise _OAuthError("access_denied", "the approver denied this jwt-bearer grant")
+            raise OAuthError("access_denied", "the approver denied this jwt-bearer grant")
         client_id = client.client_id if client is not None else None
         return await self._tokens(client_id, str(claims["sub"]), scopes, resource, refresh=False, jkt=jkt)
 
@@ -236,12 +236,12 @@ class AssertionChecks(TokenGrants):
         required = client is not None and client.metadata.get("dpop_bound_access_tokens") is True
         if self.dpop is None or not proofs:
             if required:
-                raise _OAuthError("invalid_dpop_proof", "this client's tokens must be DPoP-bound: send a DPoP proof")
+                raise OAuthError("invalid_dpop_proof", "this client's tokens must be DPoP-bound: send a DPoP proof")
             return None
         try:
             proof = await self.dpop.verify(proofs, method="POST", url=self.url("/token"))
         except DPoPError as exc:
-            err = _OAuthError(exc.error, exc.description)
+            err = OAuthError(exc.error, exc.description)
             if exc.nonce is not None:
                 err.headers.append((b"dpop-nonce", exc.nonce.encode("ascii")))
             raise err from None

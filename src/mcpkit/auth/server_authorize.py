@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from .._asgi import Receive, Scope, Send
-from ._util import _OAuthError, is_loopback_host, valid_redirect_uri
-from .storage import AuthorizationRequest, AuthStorage, ClientRecord, _Code
+from ._util import OAuthError, is_loopback_host, valid_redirect_uri
+from .storage import AuthorizationRequest, AuthStorage, ClientRecord, CodeGrant
 
 if TYPE_CHECKING:
     from .upstream_login import UpstreamLogin
@@ -86,7 +86,7 @@ class AuthorizeEndpoint:
 
     async def _authorize(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("method") not in ("GET", "POST"):
-            raise _OAuthError("invalid_request", "use GET", 405)
+            raise OAuthError("invalid_request", "use GET", 405)
         pairs = parse_qsl(bytes(scope.get("query_string", b"")).decode("latin-1"))
         if scope.get("method") == "POST":
             pairs += parse_qsl((await self._body(receive, self.max_form, "max_form")).decode("utf-8", "replace"))
@@ -94,18 +94,18 @@ class AuthorizeEndpoint:
         # RFC 6749 §3.1: no parameter more than once (§4.1.2.1: invalid_request)
         repeated = sorted(k for k, n in Counter(k for k, _ in pairs).items() if n > 1) if len(q) != len(pairs) else []
         if "client_id" in repeated or "redirect_uri" in repeated:
-            raise _OAuthError("invalid_request", "repeated parameter: " + " ".join(repeated))
+            raise OAuthError("invalid_request", "repeated parameter: " + " ".join(repeated))
         client = await self._client(q.get("client_id", ""))
         if client is None:
-            raise _OAuthError("invalid_client", "unknown client_id")
+            raise OAuthError("invalid_client", "unknown client_id")
         redirect_uri = q.get("redirect_uri")
         if redirect_uri is None:
             if len(client.redirect_uris) != 1:
-                raise _OAuthError("invalid_request", "redirect_uri is required")
+                raise OAuthError("invalid_request", "redirect_uri is required")
             redirect_uri = client.redirect_uris[0]
         if not _redirect_registered(redirect_uri, client.redirect_uris) or not valid_redirect_uri(redirect_uri):
             # never redirect to an unregistered URI (open redirector)
-            raise _OAuthError("invalid_request", "redirect_uri is not registered for this client")
+            raise OAuthError("invalid_request", "redirect_uri is not registered for this client")
         state = q.get("state")
 
         async def fail(error: str, description: str) -> None:
@@ -141,7 +141,7 @@ class AuthorizeEndpoint:
         try:
             scopes = self._scopes(q.get("scope"), client)
             resource = self._resource(q.get("resource"))
-        except _OAuthError as exc:
+        except OAuthError as exc:
             await fail(exc.error, exc.description)
             return
         nonce = q.get("nonce")
@@ -176,7 +176,7 @@ class AuthorizeEndpoint:
         code = secrets.token_urlsafe(32)
         await self.storage.save_code(
             code,
-            _Code(
+            CodeGrant(
                 client.client_id,
                 request.redirect_uri,
                 challenge,
@@ -198,12 +198,12 @@ class AuthorizeEndpoint:
 
     async def _consent(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.upstream is None:  # pragma: no cover - routed only with an upstream login
-            raise _OAuthError("invalid_request", "no consent here", 404)
+            raise OAuthError("invalid_request", "no consent here", 404)
         await self.upstream.consent(scope, receive, send)
 
     async def _callback(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.upstream is None:  # pragma: no cover - routed only with an upstream login
-            raise _OAuthError("invalid_request", "no callback here", 404)
+            raise OAuthError("invalid_request", "no callback here", 404)
         await self.upstream.callback(scope, receive, send)
 
     async def _redirect(

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from ._util import DocumentTooLarge, _OAuthError, fetch_capped_response, is_secure_url, valid_redirect_uri
+from ._util import DocumentTooLarge, OAuthError, fetch_capped_response, is_secure_url, valid_redirect_uri
 from .storage import AuthStorage, ClientRecord
 
 if TYPE_CHECKING:
@@ -78,11 +78,11 @@ class ClientDocuments:
         hit = self._documents.get(client_id)
         if hit is not None and hit[0] > now:
             if hit[1] is None:
-                raise _OAuthError("invalid_client", hit[2], 401)
+                raise OAuthError("invalid_client", hit[2], 401)
             return hit[1]
         try:
             record, ttl = await self._fetch_document(client_id)
-        except _OAuthError as exc:
+        except OAuthError as exc:
             self._remember(client_id, now + 60.0, None, exc.description)
             raise
         if ttl > 0:
@@ -98,14 +98,14 @@ class ClientDocuments:
     async def _fetch_document(self, url: str) -> tuple[ClientRecord, float]:
         import httpx
 
-        from .client_discovery import _address_class, checked_http_client
+        from .client_discovery import address_class, checked_http_client
 
-        def refuse(why: str) -> _OAuthError:
-            return _OAuthError("invalid_client", f"client metadata document {url}: {why}", 401)
+        def refuse(why: str) -> OAuthError:
+            return OAuthError("invalid_client", f"client metadata document {url}: {why}", 401)
 
-        kind = await _address_class(urlsplit(url).hostname)
+        kind = await address_class(urlsplit(url).hostname)
         if kind != "public" and not self.allow_private_network:
-            own = await _address_class(urlsplit(self.issuer).hostname)
+            own = await address_class(urlsplit(self.issuer).hostname)
             if kind != own:
                 raise refuse(f"it is on a {kind} address and this server is not (allow_private_network=True allows it)")
         try:
@@ -143,8 +143,8 @@ class ClientDocuments:
             raise refuse("not a JSON object")
         return self._document_client(url, meta, refuse), cache_lifetime(headers.get("cache-control"))
 
-    def _document_client(self, url: str, meta: dict[str, Any], refuse: Callable[[str], _OAuthError]) -> ClientRecord:
-        from .registration import _public_jwks
+    def _document_client(self, url: str, meta: dict[str, Any], refuse: Callable[[str], OAuthError]) -> ClientRecord:
+        from .registration import public_jwks
 
         if meta.get("client_id") != url:
             raise refuse("its client_id is not its own URL")
@@ -165,7 +165,7 @@ class ClientDocuments:
         jwks = None
         if method == "private_key_jwt":
             try:
-                jwks = _public_jwks(meta.get("jwks"))
+                jwks = public_jwks(meta.get("jwks"))
             except ValueError as exc:
                 raise refuse(str(exc)) from None
         grant_types = meta.get("grant_types", ["authorization_code"])

@@ -13,8 +13,8 @@ import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._util import _OAuthError, s256, send_json
-from .storage import AuthStorage, ClientRecord, KeyBoundRefreshStorage, RevocationLedger, _Refresh
+from ._util import OAuthError, s256, send_json
+from .storage import AuthStorage, ClientRecord, KeyBoundRefreshStorage, RefreshGrant, RevocationLedger
 
 if TYPE_CHECKING:
     from .._asgi import Receive, Scope, Send
@@ -70,19 +70,19 @@ class TokenGrants:
             family = await self.ledger.used(key) if raw else None
             if family is not None:  # a replayed code: revoke what was issued from it (RFC 6749 §4.1.2)
                 await self._revoke(family)
-            raise _OAuthError("invalid_grant", "invalid, expired or already used authorization code")
+            raise OAuthError("invalid_grant", "invalid, expired or already used authorization code")
         family = code.family or secrets.token_urlsafe(16)
         await self.ledger.mark_used(key, family, self._family_expiry())
         if code.client_id != client.client_id or code.expires_at < self.clock():
-            raise _OAuthError("invalid_grant", "invalid, expired or already used authorization code")
+            raise OAuthError("invalid_grant", "invalid, expired or already used authorization code")
         if code.redirect_uri_given and "redirect_uri" not in form:
             # RFC 6749 / OAuth 2.1 §4.1.3: named in the authorization request, so required here, identical
-            raise _OAuthError("invalid_grant", "redirect_uri is required: the authorization request named one")
+            raise OAuthError("invalid_grant", "redirect_uri is required: the authorization request named one")
         if form.get("redirect_uri", code.redirect_uri) != code.redirect_uri:
-            raise _OAuthError("invalid_grant", "redirect_uri does not match the authorization request")
+            raise OAuthError("invalid_grant", "redirect_uri does not match the authorization request")
         verifier = form.get("code_verifier")
         if not verifier or not verifier.isascii() or not hmac.compare_digest(s256(verifier), code.challenge):
-            raise _OAuthError("invalid_grant", "PKCE verification failed")
+            raise OAuthError("invalid_grant", "PKCE verification failed")
         resource = self._same_resource(form, code.resource, "the authorization request")
         return await self._tokens(
             client.client_id,
@@ -104,7 +104,7 @@ class TokenGrants:
             return granted
         asked = self._resource(form["resource"])
         if granted is not None and asked != granted:
-            raise _OAuthError("invalid_target", f"resource differs from {what}")
+            raise OAuthError("invalid_target", f"resource differs from {what}")
         return asked
 
     def _family_expiry(self) -> float | None:
@@ -127,7 +127,7 @@ class TokenGrants:
         client = await self._client_auth(scope, form)
         token = form.get("token", "")
         if not token:
-            raise _OAuthError("invalid_request", "token is required")
+            raise OAuthError("invalid_request", "token is required")
         family = await self._family_of(token, client)
         if family:
             await self._revoke(family)
@@ -140,7 +140,7 @@ class TokenGrants:
         if record is not None:
             if record.client_id != client.client_id:
                 await self.storage.save_refresh(token, record)
-                raise _OAuthError("unauthorized_client", "this token was not issued to this client")
+                raise OAuthError("unauthorized_client", "this token was not issued to this client")
             return record.family or None
         import jwt
 
@@ -151,11 +151,11 @@ class TokenGrants:
         except jwt.PyJWTError:
             return None
         if claims.get("client_id") != client.client_id:
-            raise _OAuthError("unauthorized_client", "this token was not issued to this client")
+            raise OAuthError("unauthorized_client", "this token was not issued to this client")
         grant = claims.get("grant_id")
         return grant if isinstance(grant, str) else None
 
-    async def _holder_ok(self, old: _Refresh, client: ClientRecord) -> bool:
+    async def _holder_ok(self, old: RefreshGrant, client: ClientRecord) -> bool:
         """Whether ``client`` may still use the refresh token ``old``: its own, not expired, its grant not revoked."""
         return not (
             old.client_id != client.client_id
@@ -163,13 +163,13 @@ class TokenGrants:
             or (old.family and await self.ledger.revoked(old.family))
         )
 
-    def _refreshed_grant(self, form: dict[str, str], old: _Refresh) -> tuple[list[str], str | None]:
+    def _refreshed_grant(self, form: dict[str, str], old: RefreshGrant) -> tuple[list[str], str | None]:
         """The scopes and resource a refresh of ``old`` asks for: at most the original grant."""
         scopes = old.scopes
         if form.get("scope"):
             asked = form["scope"].split()
             if any(s not in old.scopes for s in asked):
-                raise _OAuthError("invalid_scope", "a refresh cannot widen the grant")
+                raise OAuthError("invalid_scope", "a refresh cannot widen the grant")
             scopes = asked
         return scopes, self._same_resource(form, old.resource, "the original grant")
 
@@ -193,17 +193,17 @@ class TokenGrants:
             family = await self.ledger.used(key) if raw else None
             if family is not None:  # a rotated refresh token came back: someone holds a copy; kill the family
                 await self._revoke(family)
-            raise _OAuthError("invalid_grant", "invalid, expired or already used refresh token")
+            raise OAuthError("invalid_grant", "invalid, expired or already used refresh token")
         if old.jkt is not None and jkt != old.jkt:
             # RFC 9449 §5: a public client's refresh token is bound to its DPoP key. A request with another key (or
             # none) is refused without spending the token: whoever holds a copy without the key cannot burn it
             if not atomic:
                 await self.storage.save_refresh(raw, old)
-            raise _OAuthError("invalid_grant", "the refresh token is bound to another DPoP key")
+            raise OAuthError("invalid_grant", "the refresh token is bound to another DPoP key")
         holder_ok = await self._holder_ok(old, client)
         try:
             scopes, resource = self._refreshed_grant(form, old)
-        except _OAuthError:
+        except OAuthError:
             if holder_ok:
                 # a request its own client got wrong spends nothing: spending it made the retry a "reused" token,
                 # and that revoked the whole grant (with a KeyBoundRefreshStorage it was refused above, untaken)
@@ -213,7 +213,7 @@ class TokenGrants:
         if old.family:
             await self.ledger.mark_used(key, old.family, self._family_expiry())
         if not holder_ok:
-            raise _OAuthError("invalid_grant", "invalid, expired, revoked or already used refresh token")
+            raise OAuthError("invalid_grant", "invalid, expired, revoked or already used refresh token")
         return await self._tokens(
             client.client_id,
             old.subject,
@@ -259,7 +259,7 @@ class TokenGrants:
             token = secrets.token_urlsafe(32)
             expires = self.clock() + self.refresh_token_ttl if self.refresh_token_ttl else None
             bound = jkt if bind_refresh else None
-            record = _Refresh(client_id, keep_scopes or scopes, resource, subject, expires, family or "", bound)
+            record = RefreshGrant(client_id, keep_scopes or scopes, resource, subject, expires, family or "", bound)
             record.auth_time = auth_time
             await self.storage.save_refresh(token, record)
             result["refresh_token"] = token
@@ -287,7 +287,7 @@ class TokenGrants:
         form = await self._form(scope, receive)
         client = await self._client_auth(scope, form)
         if not client.has_secret:
-            raise _OAuthError("invalid_client", "introspection needs a confidential client", 401)
+            raise OAuthError("invalid_client", "introspection needs a confidential client", 401)
         import jwt
 
         try:

@@ -121,7 +121,9 @@ class AuthorizationRequest:
 
 
 @dataclass
-class _Code:
+class CodeGrant:
+    """An authorization code the built-in server issued, as the storages keep it until its token request."""
+
     client_id: str
     redirect_uri: str
     challenge: str
@@ -136,7 +138,9 @@ class _Code:
 
 
 @dataclass
-class _Refresh:
+class RefreshGrant:
+    """A refresh token the built-in server issued, as the storages keep it: whose, for what, until when."""
+
     client_id: str
     scopes: list[str]
     resource: str | None
@@ -156,10 +160,10 @@ class AuthStorage(Protocol):
 
     async def get_client(self, client_id: str) -> ClientRecord | None: ...
     async def save_client(self, client: ClientRecord) -> None: ...
-    async def save_code(self, code: str, data: _Code) -> None: ...
-    async def pop_code(self, code: str) -> _Code | None: ...
-    async def save_refresh(self, token: str, data: _Refresh) -> None: ...
-    async def pop_refresh(self, token: str) -> _Refresh | None: ...
+    async def save_code(self, code: str, data: CodeGrant) -> None: ...
+    async def pop_code(self, code: str) -> CodeGrant | None: ...
+    async def save_refresh(self, token: str, data: RefreshGrant) -> None: ...
+    async def pop_refresh(self, token: str) -> RefreshGrant | None: ...
 
 
 @runtime_checkable
@@ -168,11 +172,11 @@ class KeyBoundRefreshStorage(Protocol):
     reads one without taking it. Without it the server takes the token and puts it back when the key differs or
     the token's client asks for more than its grant (a concurrent refresh can then find it missing)."""
 
-    async def peek_refresh(self, token: str) -> _Refresh | None:
+    async def peek_refresh(self, token: str) -> RefreshGrant | None:
         """The refresh token's record, left in place. None: no such token."""
         ...
 
-    async def take_refresh(self, token: str, jkt: str | None) -> _Refresh | None:
+    async def take_refresh(self, token: str, jkt: str | None) -> RefreshGrant | None:
         """Take (remove and return) the refresh token unless it is bound (``jkt``) to a key other than ``jkt``:
         such a one is returned and left in place. None: no such token."""
         ...
@@ -241,8 +245,8 @@ class InMemoryAuthStorage(InMemoryUpstreamState):
         self._dynamic: dict[str, int] = {}  # self-registered client ids -> size in bytes, least recently used first
         self._dynamic_bytes = 0
         self.clients: dict[str, ClientRecord] = {}
-        self.codes: dict[str, _Code] = {}
-        self.refresh: dict[str, _Refresh] = {}
+        self.codes: dict[str, CodeGrant] = {}
+        self.refresh: dict[str, RefreshGrant] = {}
         self.spent: dict[str, tuple[str, float | None]] = {}  # digest of a spent code/refresh -> family
         self.revoked_families: dict[str, float | None] = {}
         self.max_entries = max_entries
@@ -313,24 +317,24 @@ class InMemoryAuthStorage(InMemoryUpstreamState):
         expires = self.revoked_families[family]
         return expires is None or expires > self.clock()
 
-    async def save_code(self, code: str, data: _Code) -> None:
+    async def save_code(self, code: str, data: CodeGrant) -> None:
         self._bound(self.codes)
         self.codes[code] = data
 
-    async def pop_code(self, code: str) -> _Code | None:
+    async def pop_code(self, code: str) -> CodeGrant | None:
         return self.codes.pop(code, None)
 
-    async def save_refresh(self, token: str, data: _Refresh) -> None:
+    async def save_refresh(self, token: str, data: RefreshGrant) -> None:
         self._bound(self.refresh)
         self.refresh[token] = data
 
-    async def pop_refresh(self, token: str) -> _Refresh | None:
+    async def pop_refresh(self, token: str) -> RefreshGrant | None:
         return self.refresh.pop(token, None)
 
-    async def peek_refresh(self, token: str) -> _Refresh | None:
+    async def peek_refresh(self, token: str) -> RefreshGrant | None:
         return self.refresh.get(token)
 
-    async def take_refresh(self, token: str, jkt: str | None) -> _Refresh | None:
+    async def take_refresh(self, token: str, jkt: str | None) -> RefreshGrant | None:
         found = self.refresh.get(token)
         if found is None or (found.jkt is not None and found.jkt != jkt):
             return found

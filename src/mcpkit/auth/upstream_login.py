@@ -51,7 +51,7 @@ from urllib.parse import parse_qsl, urlencode
 import orjson
 
 from .._asgi import Receive, Scope, Send
-from ._util import _OAuthError, header, pkce_pair
+from ._util import OAuthError, header, pkce_pair
 from .storage import AuthorizationRequest, ClientRecord
 from .upstream import UpstreamError, UpstreamIdentity, UpstreamProvider
 from .upstream_refresh import REFRESH_LEASE_MARGIN, UpstreamTokenKeeper
@@ -414,12 +414,12 @@ class UpstreamLogin:
         form = await self.server._form(scope, receive)
         pending = await self._get_pending(form.get("txn", ""), take=False)
         if pending is None or pending.upstream or pending.expires_at < self.clock():
-            raise _OAuthError("invalid_request", "this consent request is unknown, expired or already answered")
+            raise OAuthError("invalid_request", "this consent request is unknown, expired or already answered")
         cookie = self._cookies(scope).get(self._cookie("csrf-" + form["txn"]), "").partition(".")[2]
         if not (hmac.compare_digest(form.get("csrf", ""), pending.csrf) and hmac.compare_digest(cookie, pending.csrf)):
-            raise _OAuthError("invalid_request", "this consent form was not shown to this browser", 403)
+            raise OAuthError("invalid_request", "this consent form was not shown to this browser", 403)
         if await self._get_pending(form["txn"], take=True) is None:  # (answered meanwhile, elsewhere)
-            raise _OAuthError("invalid_request", "this consent request is unknown, expired or already answered")
+            raise OAuthError("invalid_request", "this consent request is unknown, expired or already answered")
         clear = self._set_cookie("csrf-" + form["txn"], "", 0)
         if form.get("action") != "approve":
             await self._fail(send, pending.request, "access_denied", "the user denied the request", [clear])
@@ -459,15 +459,15 @@ class UpstreamLogin:
     async def callback(self, scope: Scope, receive: Receive, send: Send) -> None:
         """``GET /upstream/callback``: the provider's answer to the proxy's login."""
         if scope.get("method") != "GET":
-            raise _OAuthError("invalid_request", "use GET", 405)
+            raise OAuthError("invalid_request", "use GET", 405)
         q = dict(parse_qsl(bytes(scope.get("query_string", b"")).decode("latin-1")))
         state = q.get("state", "")
         pending = await self._get_pending(state, take=True) if state else None  # single use, whatever follows
         if pending is None or not pending.upstream or pending.expires_at < self.clock():
-            raise _OAuthError("invalid_request", "unknown, expired or already used state")
+            raise OAuthError("invalid_request", "unknown, expired or already used state")
         login = "login-" + _login_name(state)
         if not hmac.compare_digest(self._cookies(scope).get(self._cookie(login), "").partition(".")[2], state):
-            raise _OAuthError("invalid_request", "this sign-in was not started in this browser", 403)
+            raise OAuthError("invalid_request", "this sign-in was not started in this browser", 403)
         clear = [self._set_cookie(login, "", 0)]
         request = pending.request
         if "error" in q:

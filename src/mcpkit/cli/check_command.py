@@ -198,13 +198,13 @@ def _names_a_server(spec: str | list[str], transport: str | None) -> None:
     """A command-line TARGET must name a server before anything is judged: no such file or command, an mcp.json
     that does not parse or lacks the entry, is the caller's to fix (exit 2), not a rule the server broke."""
     from ..check.wire import target_transport
-    from ..client.targets import _check_command, parse_target
+    from ..client.targets import check_command, parse_target
 
     try:
         if target_transport(spec, transport) == "stdio":
             stdio = parse_target(spec if isinstance(spec, str) else list(spec)).stdio
             if stdio is not None:
-                _check_command(stdio)  # (no such file, or not on PATH: as the client commands say it)
+                check_command(stdio)  # (no such file, or not on PATH: as the client commands say it)
     except ValueError as exc:  # (the client's TargetError, ServerNotFound: ValueErrors)
         raise click.BadParameter(str(exc), param_hint="TARGET") from None
 

@@ -32,19 +32,19 @@ from .client_io import MAX_SHOWN_DEPTH as MAX_SHOWN_DEPTH
 from .client_io import (
     NAMED_WITH_ARGUMENTS,
     CLIError,
-    _describe_args,
-    _is_result_wrapper,
-    _print_content,
-    _print_json,
-    _print_table,
-    _result_dict,
-    _same_as_text,
-    _stderr,
-    _stdout,
     coerce_arguments,
+    describe_args,
     described,
     follow_task,
+    is_result_wrapper,
     parse_pairs,
+    print_content,
+    print_json,
+    print_table,
+    result_dict,
+    same_as_text,
+    stderr_console,
+    stdout_console,
 )
 from .connecting import (
     JSON_HELP,
@@ -73,7 +73,7 @@ def tools_command(target: str, as_json: bool, **kw: Any) -> None:
         opts = collect(target, **kw)
         tools = run_client(opts, target, lambda c: c.list_tools())
         if as_json:
-            _print_json([t.dump() for t in tools], machine=True)
+            print_json([t.dump() for t in tools], machine=True)
             return
         from ..client.safe import text
 
@@ -82,10 +82,10 @@ def tools_command(target: str, as_json: bool, **kw: Any) -> None:
             return [
                 text(t.name, one_line=True),
                 described(title if title != t.name else None, t.description),
-                text(_describe_args(t.input_schema), one_line=True),
+                text(describe_args(t.input_schema), one_line=True),
             ]
 
-        _print_table(f"{len(tools)} tools", NAMED_WITH_ARGUMENTS, [row(t) for t in tools])
+        print_table(f"{len(tools)} tools", NAMED_WITH_ARGUMENTS, [row(t) for t in tools])
 
     guard(go)
 
@@ -147,27 +147,29 @@ def call_command(
             opts, target, lambda c: _call_with_progress(c, tool, arguments, machine, deadline, as_task, ttl, typed)
         )
         if machine:
-            _print_json(_result_dict(result), machine=True)
+            print_json(result_dict(result), machine=True)
         else:
             blocks = [b.dump() for b in result.content]
             structured = result.structured
             if structured is None or structured == {}:
-                _print_content(blocks)
-            elif _same_as_text(blocks, structured):  # the text only repeats the structured value: print it once
-                value = structured["result"] if _is_result_wrapper(structured) else structured
+                print_content(blocks)
+            elif same_as_text(blocks, structured):  # the text only repeats the structured value: print it once
+                value = structured["result"] if is_result_wrapper(structured) else structured
                 if value is None or isinstance(value, (str, int, float, bool)):
-                    _print_content([{"type": "text", "text": value if isinstance(value, str) else json.dumps(value)}])
+                    print_content([{"type": "text", "text": value if isinstance(value, str) else json.dumps(value)}])
                 else:
-                    _print_json(value, machine=False)
+                    print_json(value, machine=False)
             else:
-                _print_content(blocks)
-                _stderr().print("[dim]structured content" + (" (validated)" if result.validated else "") + ":[/]")
-                _print_json(structured, machine=False)
+                print_content(blocks)
+                stderr_console().print(
+                    "[dim]structured content" + (" (validated)" if result.validated else "") + ":[/]"
+                )
+                print_json(structured, machine=False)
         if result.is_error:
             if not machine:
                 from ..client.safe import text
 
-                _stderr().print(text("error: ", "bold red") + text(f"the tool {tool!r} reported an error"))
+                stderr_console().print(text("error: ", "bold red") + text(f"the tool {tool!r} reported an error"))
             sys.exit(1)
 
     guard(go)
@@ -187,7 +189,7 @@ async def _call_with_progress(
 
     from ..client.safe import visible
 
-    err = _stderr()
+    err = stderr_console()
     progress = Progress(
         SpinnerColumn(),
         TextColumn("{task.description}", markup=False),
@@ -252,7 +254,7 @@ def resources_command(target: str, as_json: bool, **kw: Any) -> None:
     def go() -> None:
         resources, templates = run_client(collect(target, **kw), target, body)
         if as_json:
-            _print_json(
+            print_json(
                 {"resources": [r.dump() for r in resources], "resourceTemplates": [t.dump() for t in templates]},
                 machine=True,
             )
@@ -260,7 +262,7 @@ def resources_command(target: str, as_json: bool, **kw: Any) -> None:
         from ..client.safe import text
 
         uri_column = {"style": "bold cyan", "overflow": "fold"}
-        _print_table(
+        print_table(
             f"{len(resources)} resources",
             [("URI", uri_column), ("Name", {}), ("MIME type", {"style": "green"}), ("Description", {})],
             [
@@ -274,7 +276,7 @@ def resources_command(target: str, as_json: bool, **kw: Any) -> None:
             ],
         )
         if templates:
-            _print_table(
+            print_table(
                 f"{len(templates)} resource templates",
                 [("URI template", uri_column), ("Name", {}), ("Description", {})],
                 [
@@ -317,15 +319,15 @@ def read_command(target: str, uri: str, as_json: bool, out: str | None, **kw: An
             except OSError as exc:
                 raise CLIError(f"cannot write {out}: {exc.strerror or exc}") from None
             if not as_json:
-                _stderr().print(f"wrote {len(data)} bytes to {out}", markup=False)
+                stderr_console().print(f"wrote {len(data)} bytes to {out}", markup=False)
         if as_json:
-            _print_json(result.dump(), machine=True)
+            print_json(result.dump(), machine=True)
             return
         if out is not None:
             return
         from ..client.safe import text
 
-        console = _stdout()
+        console = stdout_console()
         for c in contents:
             if "text" in c:
                 console.print(text(c["text"]))
@@ -345,7 +347,7 @@ def prompts_command(target: str, as_json: bool, **kw: Any) -> None:
     def go() -> None:
         prompts = run_client(collect(target, **kw), target, lambda c: c.list_prompts())
         if as_json:
-            _print_json([p.dump() for p in prompts], machine=True)
+            print_json([p.dump() for p in prompts], machine=True)
             return
         from ..client.safe import text
 
@@ -358,7 +360,7 @@ def prompts_command(target: str, as_json: bool, **kw: Any) -> None:
                 text(args, one_line=True),
             ]
 
-        _print_table(f"{len(prompts)} prompts", NAMED_WITH_ARGUMENTS, [row(p) for p in prompts])
+        print_table(f"{len(prompts)} prompts", NAMED_WITH_ARGUMENTS, [row(p) for p in prompts])
 
     guard(go)
 
@@ -375,16 +377,16 @@ def prompt_command(target: str, name: str, pairs: tuple[str, ...], as_json: bool
         arguments = parse_pairs(pairs, json_values=False)
         result = run_client(collect(target, **kw), target, lambda c: c.get_prompt(name, arguments))
         if as_json:
-            _print_json(result.dump(), machine=True)
+            print_json(result.dump(), machine=True)
             return
         from ..client.safe import text
 
-        console = _stdout()
+        console = stdout_console()
         if result.description:
             console.print(text(result.description, "dim"))
         for m in result.messages:
             console.print(text(f"{m.role}:", "bold magenta", one_line=True))
-            _print_content([m.content.dump()])
+            print_content([m.content.dump()])
 
     guard(go)
 
@@ -407,12 +409,12 @@ def ping_command(target: str, as_json: bool, **kw: Any) -> None:
     def go() -> None:
         info = run_client(collect(target, **kw), target, body)
         if as_json:
-            _print_json(info, machine=True)
+            print_json(info, machine=True)
             return
         server = info["server"] or {}
         from ..client.safe import text
 
-        _stdout().print(
+        stdout_console().print(
             text("pong", "green")
             + text(f" from {server.get('name', '?')} {server.get('version', '')}", one_line=True)
             + text(f" (protocol {info['protocolVersion']}) in {info['roundTripMs']:.1f} ms", one_line=True)

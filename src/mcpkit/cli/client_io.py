@@ -128,13 +128,15 @@ def parse_pairs(pairs: tuple[str, ...], *, json_values: bool = True) -> dict[str
     return out
 
 
-def _stdout() -> Console:
+def stdout_console() -> Console:
+    """A rich console on stdout, as the commands print their results."""
     from rich.console import Console
 
     return Console(highlight=False, soft_wrap=False)
 
 
-def _stderr() -> Console:
+def stderr_console() -> Console:
+    """A rich console on stderr, for the commands' notes and errors."""
     from rich.console import Console
 
     return Console(stderr=True, highlight=False)
@@ -151,7 +153,9 @@ def _clip(value: Any, depth: int = 0) -> Any:
     return value
 
 
-def _print_json(value: Any, *, machine: bool) -> None:
+def print_json(value: Any, *, machine: bool) -> None:
+    """Print ``value`` as JSON: plain and compact for a machine (``--json``), else highlighted; what a server
+    sent is made visible first (no terminal escape sequence)."""
     from ..client.safe import json_visible, visible
 
     if machine:
@@ -171,10 +175,10 @@ def _print_json(value: Any, *, machine: bool) -> None:
     from rich.syntax import Syntax
 
     text = visible(json.dumps(_clip(value), indent=2, ensure_ascii=False, default=str))
-    _stdout().print(Syntax(text, "json", theme="ansi_dark", background_color="default", word_wrap=True))
+    stdout_console().print(Syntax(text, "json", theme="ansi_dark", background_color="default", word_wrap=True))
 
 
-class _Answers:
+class Answers:
     """Elicitation handler when nobody is at a terminal: accept a form with the ``--answer`` values, or decline and
     say how to answer (``--interactive`` or ``--answer KEY=VALUE``). URL elicitations are always declined here."""
 
@@ -184,7 +188,7 @@ class _Answers:
     def __call__(self, params: dict[str, Any]) -> Any:
         from ..client.safe import text
 
-        err = _stderr()
+        err = stderr_console()
         err.print(text("The server asks: ", "bold yellow") + text(params.get("message", "")))
         if params.get("mode") == "url":  # consent to open a URL is never given on the user's behalf
             err.print(text("  open: ") + text(params.get("url", ""), one_line=True))
@@ -219,7 +223,7 @@ def _prompt_value(name: str, prop: dict[str, Any], required: bool) -> Any:
 
     from ..client.safe import text, visible
 
-    err = _stderr()
+    err = stderr_console()
     label = text(prop.get("title") or name, one_line=True)
     label.append("" if required else " (optional)")
     if prop.get("description"):
@@ -271,7 +275,7 @@ def ask_user(params: dict[str, Any]) -> Any:
 
     from ..client.safe import text
 
-    err = _stderr()
+    err = stderr_console()
     err.print(text("The server asks: ", "bold yellow") + text(params.get("message", "")))
     if params.get("mode") == "url":
         err.print(text("  open: ") + text(params.get("url", ""), one_line=True))
@@ -348,7 +352,8 @@ def _schema_type(prop: Any, defs: dict[str, Any], depth: int = 0) -> str:
     return str(typ) if typ is not None else "any"
 
 
-def _describe_args(schema: dict[str, Any]) -> str:
+def describe_args(schema: dict[str, Any]) -> str:
+    """A tool's or a prompt's arguments in one line (``name: type``, optional ones marked), from its schema."""
     props = schema.get("properties") or {}
     if not isinstance(props, dict):
         return ""
@@ -391,23 +396,24 @@ def _content_lines(blocks: list[dict[str, Any]]) -> list[tuple[str, Any]]:
     return out
 
 
-def _print_content(blocks: list[dict[str, Any]]) -> None:
+def print_content(blocks: list[dict[str, Any]]) -> None:
+    """Print a result's content blocks for a person: text as it is, other kinds as a short description."""
     from ..client.safe import text
 
-    console = _stdout()
+    console = stdout_console()
     for kind, payload in _content_lines(blocks):
         if kind == "text":
             console.print(text(payload))
         elif kind == "note":
             console.print(text(payload, "cyan"))
         else:
-            _print_json(payload, machine=False)
+            print_json(payload, machine=False)
 
 
 # ---------------------------------------------------------------------------------------------- options
 
 
-def _same_as_text(blocks: list[dict[str, Any]], structured: Any) -> bool:
+def same_as_text(blocks: list[dict[str, Any]], structured: Any) -> bool:
     """True when the content is one text block that only repeats the structured value (as JSON, or the value of a
     ``{"result": ...}`` wrapper): the result is then printed once."""
     if len(blocks) != 1 or blocks[0].get("type") != "text":
@@ -419,14 +425,15 @@ def _same_as_text(blocks: list[dict[str, Any]], structured: Any) -> bool:
         parsed = text  # a plain string result
     if parsed == structured:
         return True
-    return _is_result_wrapper(structured) and parsed == structured["result"]
+    return is_result_wrapper(structured) and parsed == structured["result"]
 
 
-def _is_result_wrapper(structured: Any) -> bool:
+def is_result_wrapper(structured: Any) -> bool:
+    """Whether structured content is a lone ``result`` member (how a tool returning a non-object wraps it)."""
     return isinstance(structured, dict) and list(structured) == ["result"]
 
 
-def _result_dict(result: Any) -> Any:
+def result_dict(result: Any) -> Any:
     """``result.dump()``; a structuredContent nested deeper than pydantic serializes is put in as it is."""
     try:
         return result.dump()
@@ -444,7 +451,7 @@ NAMED_WITH_ARGUMENTS: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 
 
-def _print_table(title: str, columns: Sequence[tuple[str, dict[str, Any]]], rows: Iterable[Sequence[Any]]) -> None:
+def print_table(title: str, columns: Sequence[tuple[str, dict[str, Any]]], rows: Iterable[Sequence[Any]]) -> None:
     """Print one listing as a rich table on stdout: ``columns`` are (header, rich column options), each row's
     cells already made safe to show (``safe.text``)."""
     from rich.table import Table
@@ -454,7 +461,7 @@ def _print_table(title: str, columns: Sequence[tuple[str, dict[str, Any]]], rows
         table.add_column(header, **options)
     for row in rows:
         table.add_row(*row)
-    _stdout().print(table)
+    stdout_console().print(table)
 
 
 # ---------------------------------------------------------------------------------------------- tasks
@@ -479,7 +486,7 @@ async def follow_task(
     on_progress, on_status = callbacks
     handle = await client.call_tool_as_task(tool, arguments, ttl=ttl, on_progress=on_progress, on_status=on_status)
     if not machine and handle.task_id:
-        _stderr().print(f"task {visible(handle.task_id, one_line=True)} started", markup=False)
+        stderr_console().print(f"task {visible(handle.task_id, one_line=True)} started", markup=False)
     try:
         async with asyncio.timeout(deadline):
             return await handle.result()

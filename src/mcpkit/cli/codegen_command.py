@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .client_io import CLIError, _stderr
+from .client_io import CLIError, stderr_console
 from .connecting import TARGET_HELP, collect, connection_options, guard, run_client
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def codegen_command(target: str, output: str, class_name: str | None, max_tools:
             sys.stdout.write(source)
             return
         _write(output, source)
-        _stderr().print(f"wrote {len(tools)} tools to {output}", markup=False)
+        stderr_console().print(f"wrote {len(tools)} tools to {output}", markup=False)
 
     guard(go)
 

@@ -15,7 +15,7 @@ import click
 from ..protocol import versions
 from ..protocol.versions import ALL_VERSIONS
 from ._params import SECONDS
-from .client_io import CLIError, _Answers, _stderr, ask_user, parse_pairs
+from .client_io import Answers, CLIError, ask_user, parse_pairs, stderr_console
 
 if TYPE_CHECKING:
     from ..client.client import Client
@@ -114,7 +114,7 @@ def client_options(ctx_obj: dict[str, Any]) -> dict[str, Any]:
     if interactive:
         opts["elicitation_handler"] = ask_user
     else:
-        opts["elicitation_handler"] = _Answers(answers)
+        opts["elicitation_handler"] = Answers(answers)
     return opts
 
 
@@ -229,7 +229,7 @@ def run_client(opts: dict[str, Any], target: str, body: Callable[[Client], Await
 def fail(exc: CLIError) -> None:
     from ..client.safe import text
 
-    err = _stderr()
+    err = stderr_console()
     err.print(text("error: ", "bold red") + text(str(exc)), soft_wrap=True)
     if exc.detail.strip():
         err.print(text("--- server stderr ---", "dim"))

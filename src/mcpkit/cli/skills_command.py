@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from .client_io import CLIError, _print_json, _print_table, _stderr, _stdout, described
+from .client_io import CLIError, described, print_json, print_table, stderr_console, stdout_console
 from .connecting import JSON_HELP, TARGET_HELP, collect, connection_options, guard, run_client
 
 __all__ = ["register", "skills_command"]
@@ -62,13 +62,13 @@ def skills_command(
         if skill is None:
             found, skipped = run_client(collect(target, **kw), target, listing)
             for why in skipped:
-                _stderr().print(f"skipped an invalid entry: {why}", markup=False)
+                stderr_console().print(f"skipped an invalid entry: {why}", markup=False)
             if as_json:
-                _print_json([s.raw for s in found], machine=True)
+                print_json([s.raw for s in found], machine=True)
                 return
             from ..client.safe import text
 
-            _print_table(
+            print_table(
                 f"{len(found)} skills",
                 [("Name", {"style": "bold cyan"}), ("URI", {"overflow": "fold"}), ("Files", {}), ("Description", {})],
                 [
@@ -95,12 +95,12 @@ def skills_command(
                     out["text"] = data.decode("utf-8")
                 except UnicodeDecodeError:  # (its exact bytes, as resources/read gives a binary file)
                     out["blob"] = base64.b64encode(data).decode("ascii")
-            _print_json(out, machine=True)
+            print_json(out, machine=True)
             return
         if show_files:
             from ..client.safe import text
 
-            _print_table(
+            print_table(
                 f"{entry.name}: {len(entry.files or ())} files",
                 [("URI", {"overflow": "fold"}), ("Size", {}), ("Digest", {"style": "green"})],
                 [[text(f.uri, one_line=True), text(str(f.size)), text(f.digest)] for f in entry.files or ()],
@@ -112,10 +112,10 @@ def skills_command(
             return
         from ..client.safe import text
 
-        _stderr().print(
+        stderr_console().print(
             f"{entry.uri}: verified ({len(loaded.text.encode())} bytes, frontmatter as listed)", markup=False
         )
-        _stdout().print(text(loaded.text))
+        stdout_console().print(text(loaded.text))
 
     guard(go)
 

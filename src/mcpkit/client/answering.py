@@ -21,7 +21,7 @@ from ..protocol.types import CreateMessageResult, ElicitResult, Root
 from ..protocol.versions import Features
 from . import handlers as h
 from .forms import check_form
-from .handlers import _as_dict, _maybe_await, _validated
+from .handlers import as_dict, maybe_await, validated_answer
 from .results import InputHandlerError
 
 RootsProvider = Sequence[Root | JSONDict | str] | Callable[[], Any]
@@ -90,8 +90,8 @@ class RequestAnswering:
             if ("tools" in params or "toolChoice" in params) and not self.sampling_tools:
                 raise InvalidParams("sampling with tools was requested, but this client did not declare sampling.tools")
             asked: Any = params if self.relay_answers else h.SamplingParams.from_wire(params)
-            result = _as_dict(await _maybe_await(self.sampling_handler(asked)))
-            checked = _validated(CreateMessageResult, result, "sampling")
+            result = as_dict(await maybe_await(self.sampling_handler(asked)))
+            checked = validated_answer(CreateMessageResult, result, "sampling")
             return result if self.relay_answers else checked
         if method == "elicitation/create":
             if self.elicitation_handler is None:
@@ -102,7 +102,7 @@ class RequestAnswering:
             if mode != "url" and not self.relay_answers and "requestedSchema" in params:
                 check_form(params["requestedSchema"])  # (-32602 naming the field: never shown to the handler)
             wanted: Any = params if self.relay_answers else h.ElicitationParams.from_wire(params)
-            result = _as_dict(await _maybe_await(self.elicitation_handler(wanted)))
-            checked = _validated(ElicitResult, result, "elicitation")
+            result = as_dict(await maybe_await(self.elicitation_handler(wanted)))
+            checked = validated_answer(ElicitResult, result, "elicitation")
             return result if self.relay_answers else checked
         raise MethodNotFound(f"Method not found: {method}")

@@ -50,7 +50,7 @@ from .connection import DEFAULT_MAX_LIST_BYTES as DEFAULT_MAX_LIST_BYTES
 from .connection import DEFAULT_MAX_URL_ELICITATIONS as DEFAULT_MAX_URL_ELICITATIONS
 from .connection import SAFE_METHODS as SAFE_METHODS
 from .handlers import (
-    _LIST_CHANGED,
+    LIST_CHANGED,
     ElicitationHandler,
     ElicitationParams,
     LoggingHandler,
@@ -73,10 +73,10 @@ from .results import (
     ToolCallError,
     ToolOutputError,
     ToolResult,
-    _json_text,
     apply_schema_defaults,
     checked,
     checked_items,
+    json_text,
 )
 from .skills import SkillMethods
 from .targets import ServerStartError
@@ -318,7 +318,7 @@ class Client(SkillMethods, ToolMethods):
                 yield Watch(1, frozenset(), frozenset(uris), sub)
             return
         methods = frozenset(
-            m for kind, m in _LIST_CHANGED.items() if {"tools": tools, "prompts": prompts, "resources": resources}[kind]
+            m for kind, m in LIST_CHANGED.items() if {"tools": tools, "prompts": prompts, "resources": resources}[kind]
         )
         w = Watch(maxsize, methods, frozenset(uris), maxbytes=maxbytes)
         self._watches.add(w)
@@ -350,7 +350,7 @@ class Client(SkillMethods, ToolMethods):
 
     async def get_prompt(self, name: str, arguments: Mapping[str, Any] | None = None) -> GetPromptResult:
         """``prompts/get``; argument values that are not strings are sent as JSON text (prompt args are strings)."""
-        args = {k: v if isinstance(v, str) else _json_text(v) for k, v in (arguments or {}).items()}
+        args = {k: v if isinstance(v, str) else json_text(v) for k, v in (arguments or {}).items()}
         return await self._call("prompts/get", lambda s: s.get_prompt(name, args or None))
 
     # ------------------------------------------------------------------ completion, logging, roots

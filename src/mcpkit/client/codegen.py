@@ -21,7 +21,7 @@ from typing import Any
 from ..protocol.types import Tool
 from .codegen_text import AMBIGUOUS, LINE_LENGTH, docstring, pascal, py_str, snake, unique
 from .codegen_types import Alias, Field, Record, Types, split_union
-from .results import _is_wrapped
+from .results import is_wrapped
 
 __all__ = ["MAX_TOOLS", "CodegenError", "generate"]
 
@@ -107,7 +107,7 @@ def _method(tool: Tool, types: Types, method_names: set[str]) -> _Method:
     schema = tool.output_schema
     if isinstance(schema, dict):
         properties = schema.get("properties")
-        if _is_wrapped(schema) and isinstance(properties, dict):  # result.data is the value inside {"result": ...}
+        if is_wrapped(schema) and isinstance(properties, dict):  # result.data is the value inside {"result": ...}
             inner = types.expr(properties.get("result"), schema, f"{base}Result")
             types.typing.add("TypeAlias")
             returns = unique(f"{base}Output", types.taken)

@@ -40,10 +40,10 @@ from .handlers import (
     SamplingParams,
     ServerInfo,
     Watch,
-    _elicitation_result,
-    _maybe_await,
-    _sampling_result,
     check_client_options,
+    elicitation_result,
+    maybe_await,
+    sampling_result,
 )
 from .healing import SAFE_METHODS as SAFE_METHODS
 from .healing import SelfHealing
@@ -453,14 +453,14 @@ class ClientConnection(SelfHealing):
 
     async def _sample(self, params: SamplingParams) -> Any:
         assert self._sampling_handler is not None
-        return _sampling_result(await _maybe_await(self._sampling_handler(params)))
+        return sampling_result(await maybe_await(self._sampling_handler(params)))
 
     async def _elicit(self, params: ElicitationParams) -> JSONDict:
         assert self._elicitation_handler is not None
-        answer = await _maybe_await(self._elicitation_handler(params))
+        answer = await maybe_await(self._elicitation_handler(params))
         if self._relay_answers and isinstance(answer, dict) and "action" in answer:
             return answer  # a proxy relays its own client's answer as it is (no defaults filled in)
-        return _elicitation_result(answer, params)
+        return elicitation_result(answer, params)
 
     async def _notification(self, method: str, params: JSONDict | None) -> None:
         if method == "notifications/elicitation/complete" and params is not None:
@@ -477,7 +477,7 @@ class ClientConnection(SelfHealing):
             self._tools.clear()
             self._validators.clear()
         if self._on_notification is not None:
-            await _maybe_await(self._on_notification(method, params))
+            await maybe_await(self._on_notification(method, params))
 
     # ------------------------------------------------------------------ state
 

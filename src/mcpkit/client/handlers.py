@@ -43,9 +43,9 @@ from .forms import without_nulls
 from .results import (
     ElicitationContentError,
     SchemaError,
-    _first_error,
-    _validator,
     apply_schema_defaults,
+    first_error,
+    schema_validator,
 )
 from .subscription import Subscription
 
@@ -358,8 +358,8 @@ def check_client_options(mode: str, log_level: str | None, protocol_version: str
 async def roots_list(source: Any) -> list[JSONDict]:
     """The client's roots as ``roots/list`` answers them: ``source`` is a list (URIs, ``Root`` models, dicts) or a
     function returning one (sync or async)."""
-    items = await _maybe_await(source()) if callable(source) else source
-    return [{"uri": item} if isinstance(item, str) else _as_dict(item) for item in items or []]
+    items = await maybe_await(source()) if callable(source) else source
+    return [{"uri": item} if isinstance(item, str) else as_dict(item) for item in items or []]
 
 
 def wanted_log_level(log_level: str | None, has_handler: bool, python_level: str | None) -> str | None:
@@ -382,18 +382,19 @@ async def deliver_log(handler: LoggingHandler | None, params: JSONDict | None) -
     except InvalidParams as exc:
         logger.warning("dropped a log message from the server: %s", exc)
         return True
-    await _maybe_await(handler(message))
+    await maybe_await(handler(message))
     return True
 
 
-async def _maybe_await(value: Any) -> Any:
+async def maybe_await(value: Any) -> Any:
     """A callback's value, awaited if it is awaitable (handlers may be sync or async)."""
     if inspect.isawaitable(value):
         return await value
     return value
 
 
-def _as_dict(value: Any) -> JSONDict:
+def as_dict(value: Any) -> JSONDict:
+    """A handler's answer as a JSON object: an MCP model dumped by alias, a dict as it is, anything else a TypeError."""
     if isinstance(value, BaseModel):
         return value.model_dump(by_alias=True, exclude_none=True, mode="json")
     if isinstance(value, dict):
@@ -401,7 +402,7 @@ def _as_dict(value: Any) -> JSONDict:
     raise TypeError(f"handler returned {type(value).__name__}, expected a dict or an MCP model")
 
 
-def _validated(model: Any, result: JSONDict, what: str) -> JSONDict:
+def validated_answer(model: Any, result: JSONDict, what: str) -> JSONDict:
     """Check a handler's answer; a bad one becomes an error the server can read (not a bare -32603)."""
     from pydantic import ValidationError
 
@@ -415,7 +416,7 @@ def _validated(model: Any, result: JSONDict, what: str) -> JSONDict:
     return dumped
 
 
-def _sampling_result(value: Any) -> Any:
+def sampling_result(value: Any) -> Any:
     """Let a sampling handler return a plain string (an assistant text message)."""
     if isinstance(value, str):
         return {
@@ -427,7 +428,7 @@ def _sampling_result(value: Any) -> Any:
     return value
 
 
-def _elicitation_result(value: Any, params: ElicitationParams | JSONDict) -> JSONDict:
+def elicitation_result(value: Any, params: ElicitationParams | JSONDict) -> JSONDict:
     """Normalize what an elicitation handler returned and finish it: schema defaults applied, content validated.
 
     Accepted returns: an ``ElicitResult`` (model or dict with ``action``), a dict of content (means accept),
@@ -459,7 +460,7 @@ def _elicitation_result(value: Any, params: ElicitationParams | JSONDict) -> JSO
     if isinstance(schema, dict):
         full = {"type": "object", **schema}
         try:
-            e = _first_error(_validator(full), content)
+            e = first_error(schema_validator(full), content)
         except SchemaError as exc:
             raise ElicitationContentError(f"the server's requestedSchema is {exc}") from None
         if e is not None:
@@ -478,7 +479,8 @@ def _elicitation_result(value: Any, params: ElicitationParams | JSONDict) -> JSO
     return result
 
 
-_LIST_CHANGED = {
+#: the list_changed notification of each list a client can watch
+LIST_CHANGED = {
     "tools": "notifications/tools/list_changed",
     "prompts": "notifications/prompts/list_changed",
     "resources": "notifications/resources/list_changed",

@@ -66,7 +66,7 @@ from . import handlers as h  # the handlers' types, their params, log delivery
 from .answering import RequestAnswering
 from .answering import RootsProvider as RootsProvider
 from .changes import MAX_WAITING_CHANGE_BYTES, ChangeQueue
-from .handlers import _maybe_await
+from .handlers import maybe_await
 from .keepalive import keep_alive
 from .negotiation import negotiate
 from .notes import HandlerQueue
@@ -510,7 +510,7 @@ class ClientSession(RequestAnswering):
         if method == "notifications/message" and await h.deliver_log(self.logging_handler, params):
             return
         if self.notification_handler is not None:
-            await _maybe_await(self.notification_handler(method, params))
+            await maybe_await(self.notification_handler(method, params))
 
     # ------------------------------------------------------------------ typed calls
 

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 
 from ..protocol.errors import MCPError
 from ..protocol.jsonrpc import JSONDict
-from .results import PaginationLimitExceeded, _parsed_size
+from .results import PaginationLimitExceeded, parsed_size
 
 
 async def walk(
@@ -25,7 +25,7 @@ async def walk(
         batch = page.get(key) or []
         if not isinstance(batch, list):
             raise MCPError(f"{method}: {key!r} is not a list")
-        size += _parsed_size(batch)
+        size += parsed_size(batch)
         if size > max_bytes:
             raise PaginationLimitExceeded(
                 f"{method}: the pages would take more than {max_bytes} bytes of memory "

@@ -235,7 +235,7 @@ class ToolResult(Generic[T]):
         s = self.structured
         if s is not None and not (s == {} and self.tool is not None and self.tool.output_schema is None):
             schema = self.tool.output_schema if self.tool is not None else None
-            if isinstance(schema, dict) and isinstance(s, dict) and set(s) == {"result"} and _is_wrapped(schema):
+            if isinstance(schema, dict) and isinstance(s, dict) and set(s) == {"result"} and is_wrapped(schema):
                 return s["result"]
             return s
         return self.text
@@ -254,7 +254,7 @@ _WRAPPER_KEYS = frozenset(
 )
 
 
-def _is_wrapped(schema: JSONDict) -> bool:
+def is_wrapped(schema: JSONDict) -> bool:
     """Did the server wrap a non-object return value as ``{"result": value}``? Yes when the schema says so with a
     marker (``x-mcpkit-wrap-result``, ``x-fastmcp-wrap-result``), or when it has exactly the wrapper shape that
     mcpkit, the official SDKs and fastmcp generate: one required property ``result`` and nothing else."""
@@ -276,7 +276,7 @@ class SchemaError(ValueError):
 _UNTYPED: Any = object()
 
 
-def _typed(name: str, result: ToolResult[Any], result_type: Any) -> Any:
+def typed_data(name: str, result: ToolResult[Any], result_type: Any) -> Any:
     """``result.data`` validated into ``result_type`` (pydantic), or :class:`ToolOutputError` saying why not."""
     from pydantic import ValidationError
 
@@ -320,7 +320,7 @@ def _make_adapter(result_type: Any) -> Any:
     return TypeAdapter(portable_type(result_type))
 
 
-def _validator(schema: JSONDict) -> Any:
+def schema_validator(schema: JSONDict) -> Any:
     """A compiled JSON Schema validator (jsonschema-rs: 2020-12 unless ``$schema`` names another draft; formats
     checked). ``iter_errors(x)`` yields errors with ``.message`` and ``.instance_path``."""
     try:
@@ -337,7 +337,7 @@ def _validator(schema: JSONDict) -> Any:
         raise SchemaError(f"not a valid JSON Schema: {exc}") from None
 
 
-def _first_error(validator: Any, instance: Any) -> Any:
+def first_error(validator: Any, instance: Any) -> Any:
     """The first validation error (the one with the shortest instance path), or None when ``instance`` is valid."""
     if validator.is_valid(instance):  # the common case: one native call, no error objects
         return None
@@ -353,13 +353,13 @@ def check_output(tool: Tool, result: ToolResult[Any], validators: dict[str, Any]
     validator = validators.get(tool.name)
     if validator is None:
         try:
-            validator = validators[tool.name] = _validator(tool.output_schema)
+            validator = validators[tool.name] = schema_validator(tool.output_schema)
         except SchemaError as exc:
             raise ToolOutputError(
                 f"tool {tool.name!r}: its outputSchema is {exc} (call_tool(..., validate=False) skips the check)",
                 result,
             ) from None
-    e = _first_error(validator, result.structured)
+    e = first_error(validator, result.structured)
     if e is not None:
         where = "/".join(str(p) for p in e.instance_path) or "(root)"
         raise ToolOutputError(
@@ -379,13 +379,14 @@ def apply_schema_defaults(schema: JSONDict | None, content: JSONDict | None) -> 
     return out
 
 
-def _json_text(value: Any) -> str:
+def json_text(value: Any) -> str:
+    """``value`` as the JSON text a tool's text content shows for structured data."""
     import json
 
     return json.dumps(value, ensure_ascii=False)
 
 
-def _parsed_size(value: Any) -> int:
+def parsed_size(value: Any) -> int:
     """Estimated memory of a parsed JSON value: its encoded size plus ~64 bytes per list/object and ~48 per string
     (close to CPython's real cost; nested empty lists take ~22x their JSON size). A value nested deeper than orjson
     encodes is weighed by an iterative walk, so no recursion limit applies."""

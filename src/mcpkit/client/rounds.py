@@ -14,10 +14,10 @@ from ..protocol.types import Task
 from ..protocol.versions import INPUT_REQUIRED_METHODS
 from .results import checked
 from .tasks import ProgressCallback, SeenProgress, follow
-from .tasks import _Session as _TaskSession
+from .tasks import Session as _TaskSession
 
 
-class _Session(_TaskSession, Protocol):
+class Session(_TaskSession, Protocol):
     """What the rounds need of their client session (a :class:`~mcpkit.client.lowlevel.ClientSession`): what a
     task handle needs (a call may become a task), and a round and the answers to input requests."""
 
@@ -29,7 +29,7 @@ class _Session(_TaskSession, Protocol):
 
 
 async def input_rounds(
-    session: _Session,
+    session: Session,
     method: str,
     base: JSONDict,
     timeout: Any,

@@ -345,7 +345,9 @@ class OpenedTarget:
                     await task
 
 
-def _check_command(stdio: StdioServer) -> None:
+def check_command(stdio: StdioServer) -> None:
+    """Raise :class:`ServerStartError` when a stdio target's command cannot be started (no command, no such
+    file, not on PATH), before a process is spawned."""
     argv = stdio.argv
     if not argv:
         raise TargetError("empty command line")
@@ -395,7 +397,7 @@ async def open_target(target: Target, **transport_options: Any) -> OpenedTarget:
             )
         # (max_message_size is the one transport option a stdio target takes: another would be silently dropped)
         check_options("a stdio target", transport_options, _STDIO_TRANSPORT_OPTIONS)
-        _check_command(target.stdio)
+        check_command(target.stdio)
         if options.get("max_message_size") is not None:
             target.stdio.max_message_size = int(options["max_message_size"])
         transport = StdioClientTransport(target.stdio)

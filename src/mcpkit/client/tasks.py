@@ -60,7 +60,7 @@ class TaskCancelled(MCPError):
     """The task ended ``cancelled``: it has no result."""
 
 
-class _Session(Protocol):
+class Session(Protocol):
     """What a handle needs of its client session (a :class:`~mcpkit.client.lowlevel.ClientSession`)."""
 
     features: Features | None
@@ -96,7 +96,7 @@ class SeenProgress:
 
 
 async def follow(
-    session: _Session,
+    session: Session,
     task: Task,
     timeout: Any,
     on_progress: ProgressCallback | None,
@@ -123,7 +123,7 @@ async def follow(
 
 
 async def start_tool_task(
-    session: _Session,
+    session: Session,
     tasks: ClientTasks,
     name: str,
     arguments: JSONDict | None,
@@ -177,7 +177,7 @@ async def start_tool_task(
     return handle
 
 
-def _rounds(session: _Session, trail: Any = None) -> contextlib.AbstractContextManager[Any]:
+def _rounds(session: Session, trail: Any = None) -> contextlib.AbstractContextManager[Any]:
     """The session's telemetry rounds of one call (:meth:`mcpkit.telemetry.Telemetry.rounds`), yielding its trail;
     nothing (None) without telemetry."""
     tracer = session.input_tracer
@@ -195,7 +195,7 @@ class TaskHandle(Generic[T]):
 
     def __init__(
         self,
-        session: _Session,
+        session: Session,
         task: Task,
         *,
         modern: bool,

@@ -21,7 +21,7 @@ from ..protocol.errors import MCPError, RequestTimeout
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.types import CallToolResult, Task, Tool
 from .connection import ClientConnection
-from .results import ResultType, ToolCallError, ToolResult, _typed, check_output, checked, checked_items
+from .results import ResultType, ToolCallError, ToolResult, check_output, checked, checked_items, typed_data
 from .tasks import StatusCallback, TaskHandle, start_tool_task
 
 T = TypeVar("T")
@@ -240,7 +240,7 @@ class ToolMethods(ClientConnection):
         if check and tool is not None and tool.output_schema is not None and not result.is_error:
             check_output(tool, result, self._validators)
         if result_type is not None and not result.is_error:
-            result.typed = _typed(name, result, result_type)
+            result.typed = typed_data(name, result, result_type)
         if raise_on_error and result.is_error:
             raise ToolCallError(f"tool {name!r} failed: {result.text or '(no message)'}", result)
         return result

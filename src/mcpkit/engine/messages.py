@@ -86,23 +86,23 @@ class Outgoing(NamedTuple):
         return self.kind >= RESULT
 
 
-# an Outgoing made without the named tuple's own __new__, fields in order (hot path: docs/architecture.md)
-_new = tuple.__new__
+#: an Outgoing made without the named tuple's own __new__, fields in order (hot path: docs/architecture.md)
+new = tuple.__new__
 
 
 def request(rid: RequestId, method: str, params: JSONDict | None) -> Outgoing:
     """An encoded request."""
-    return _new(Outgoing, (jsonrpc.encode_request(rid, method, params), REQUEST, rid, method, params, None))  # type: ignore[no-any-return]
+    return new(Outgoing, (jsonrpc.encode_request(rid, method, params), REQUEST, rid, method, params, None))  # type: ignore[no-any-return]
 
 
 def notification(method: str, params: JSONDict | None) -> Outgoing:
     """An encoded notification."""
-    return _new(Outgoing, (jsonrpc.encode_notification(method, params), NOTIFICATION, None, method, params, None))  # type: ignore[no-any-return]
+    return new(Outgoing, (jsonrpc.encode_notification(method, params), NOTIFICATION, None, method, params, None))  # type: ignore[no-any-return]
 
 
 def result(rid: RequestId, res: JSONDict) -> Outgoing:
     """An encoded result response (``res``: the result object)."""
-    return _new(Outgoing, (jsonrpc.encode_result(rid, res), RESULT, rid, None, None, None))  # type: ignore[no-any-return]
+    return new(Outgoing, (jsonrpc.encode_result(rid, res), RESULT, rid, None, None, None))  # type: ignore[no-any-return]
 
 
 def error(rid: RequestId | None, err: JSONDict) -> Outgoing:

@@ -37,7 +37,9 @@ logger: logging.Logger = logging.getLogger("mcpkit.engine")
 ProgressCallback = Callable[[float, float | None, str | None], Any]
 
 
-class _Pending:
+class Pending:
+    """One request this peer sent and waits for: its future, its deadline and what progress keeps it alive."""
+
     __slots__ = (
         "deadline_max",
         "future",
@@ -53,16 +55,16 @@ class _Pending:
     )
 
     def __init__(self, future: asyncio.Future[JSONDict], method: str, on_progress: ProgressCallback | None) -> None:
-        self.future = future
-        self.method = method
-        self.on_progress = on_progress
+        self.future: asyncio.Future[JSONDict] = future
+        self.method: str = method
+        self.on_progress: ProgressCallback | None = on_progress
         self.last_progress: float | None = None
         self.timer: asyncio.TimerHandle | None = None
         self.timeout: float | None = None
         self.deadline_max: float | None = None
         self.out: Outbox | None = None
         # an async progress callback still running, and the latest update that arrived meanwhile (see _on_progress)
-        self.progress_busy = False
+        self.progress_busy: bool = False
         self.progress_next: tuple[float, float | None, str | None] | None = None
         # the task still in the request's send (a timed request only): its timeout interrupts the send, which
         # waits as long as the peer does not read (a full pipe); "interrupted" once it did
@@ -124,7 +126,7 @@ class Requests:
     max_timeout: float | None
     cancel_timeout: float
     _next_id: int
-    _pending: dict[RequestId, _Pending]
+    _pending: dict[RequestId, Pending]
     _closed: BaseException | None
     #: why no request of ours can be answered any more: the peer was closed, or its input ended (the other side
     #: is gone, but the answers to its requests may still be written while they drain)
@@ -200,7 +202,7 @@ class Requests:
             raise ValueError(f"request id {rid!r} is already in flight")
         loop = _running_loop()
         fut: asyncio.Future[JSONDict] = loop.create_future()
-        pending = _Pending(fut, method, on_progress)
+        pending = Pending(fut, method, on_progress)
         finish: RequestDone | None = None
         if self.tracer is not None:
             params, finish = self.tracer.start(method, params, rid, self)
@@ -358,7 +360,7 @@ class Requests:
                 pending.progress_busy = True
                 self._spawn(self._progress_runner(pending, r))
 
-    async def _progress_runner(self, pending: _Pending, first: Awaitable[Any]) -> None:
+    async def _progress_runner(self, pending: Pending, first: Awaitable[Any]) -> None:
         """Await an async progress callback, then call it again with the latest update that arrived meanwhile."""
         r: Any = first
         try:

@@ -52,9 +52,9 @@ from .messages import (
     UNKNOWN,
     Outbox,
     Outgoing,
-    _new,
+    new,
 )
-from .outgoing import Requests, RequestTracer, _Pending
+from .outgoing import Pending, Requests, RequestTracer
 from .runner import RequestRunner, drain, start_request_task
 from .tap import IN, OUT, TapHub, described
 from .waiting import DEFAULT_MAX_WAITING_BYTES, WaitingLine, enter_line, from_line, give_up
@@ -170,7 +170,7 @@ class Peer(Requests):
         self.tracer: RequestTracer | None = None
         self.network: str | None = None
         self._next_id: int = 0
-        self._pending: dict[RequestId, _Pending] = {}
+        self._pending: dict[RequestId, Pending] = {}
         self._inflight: dict[RequestId, RequestContext] = {}
         #: the number of requests of the other side in progress here (the table's own ``__len__``: no Python frame
         #: when a transport asks it per message, as stdio's ``send_now`` does)
@@ -427,7 +427,7 @@ class Peer(Requests):
                 return self._run_request(ctx, True, result)
             ctx.done = True
             try:
-                answer = _new(Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None))
+                answer = new(Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None))
             except Exception as exc:  # a result that is no JSON: -32603, not a lost answer (free until raised)
                 answer = self._failed(ctx, exc)
         if self.tap is not None:
@@ -445,7 +445,7 @@ class Peer(Requests):
             err = InternalError()
             code = err.code
             data = jsonrpc.encode_error(ctx.id, err.to_error())
-        return _new(Outgoing, (data, ERROR, ctx.id, None, None, code))
+        return new(Outgoing, (data, ERROR, ctx.id, None, None, code))
 
     @staticmethod
     def _duplicate(rid: RequestId) -> JSONDict:
@@ -571,7 +571,7 @@ class Peer(Requests):
                 if ctx.cancelled:
                     return None
                 try:
-                    answer = _new(Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None))
+                    answer = new(Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None))
                 except Exception as exc:  # (as in run_detached)
                     answer = self._failed(ctx, exc)
             sink = ctx.sink

@@ -34,7 +34,7 @@ from .._aio import running_loop as _running_loop
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import JSONDict
 from .context import RequestContext
-from .messages import RESULT, BaseConnection, Outbox, Outgoing, _new, batch
+from .messages import RESULT, BaseConnection, Outbox, Outgoing, batch, new
 from .tap import OUT, TapHub
 
 logger: logging.Logger = logging.getLogger("mcpkit.engine")
@@ -152,7 +152,7 @@ class RequestRunner:
                         continue
                     ctx.done = True
                     try:
-                        answer = _new(
+                        answer = new(
                             Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None)
                         )
                     except Exception as exc:  # a result that is no JSON: -32603, not a lost answer (free until raised)

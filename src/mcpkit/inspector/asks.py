@@ -27,7 +27,9 @@ class InspectorError(Exception):
 
 
 @dataclass
-class _Call:
+class Call:
+    """A tool call the inspector made: what it called, when, and how it ended."""
+
     id: str
     name: str
     arguments: dict[str, Any]
@@ -58,7 +60,7 @@ class _Call:
         }
 
 
-async def run_as_task(client: Any, call: _Call, on_progress: Any, on_status: Any) -> Any:
+async def run_as_task(client: Any, call: Call, on_progress: Any, on_status: Any) -> Any:
     """Run ``call`` as a task of the server (``Client.call_tool_as_task``) and return its result; cancelled (the
     person cancelled), the server's task is cancelled too."""
     handle = await client.call_tool_as_task(call.name, call.arguments, on_progress=on_progress, on_status=on_status)
@@ -83,7 +85,9 @@ def validation(result: Any) -> dict[str, Any]:
 
 
 @dataclass
-class _HumanRequest:
+class HumanRequest:
+    """A server's sampling or elicitation request waiting for the person at the inspector to answer it."""
+
     id: str
     kind: str  # "sampling" or "elicitation"
     params: dict[str, Any]
@@ -94,7 +98,7 @@ class _HumanRequest:
         return {"id": self.id, "kind": self.kind, "params": self.params, "created": self.created, "server": server}
 
 
-def settle(req: _HumanRequest, answer: Any) -> None:
+def settle(req: HumanRequest, answer: Any) -> None:
     """Resolve ``req`` with what the person chose.
 
     Elicitation: ``{"action": "accept", "content": {...}}`` (the content checked against the requested

@@ -19,7 +19,7 @@ from ..client import watch_sent
 from ..client.client import ToolOutputError
 from ..client.tasks import TaskCancelled
 from ..protocol.errors import MCPError
-from .asks import SAMPLING_REJECTED, InspectorError, _Call, _HumanRequest, run_as_task, settle, validation
+from .asks import SAMPLING_REJECTED, Call, HumanRequest, InspectorError, run_as_task, settle, validation
 from .failures import describe_failure
 
 if TYPE_CHECKING:
@@ -39,10 +39,10 @@ class CallsAndAsks:
         max_kept_results: int
         max_kept_result_bytes: int
         _ids: itertools.count[int]
-        _calls: dict[str, _Call]
-        _finished: deque[_Call]
+        _calls: dict[str, Call]
+        _finished: deque[Call]
         _finished_bytes: int
-        _pending: dict[str, _HumanRequest]
+        _pending: dict[str, HumanRequest]
 
         def _require(self) -> Any: ...
 
@@ -59,7 +59,7 @@ class CallsAndAsks:
             raise InspectorError("name must be a non-empty string and arguments an object")
         if len(self._calls) >= self.max_running_calls:
             raise InspectorError(f"{self.max_running_calls} calls are already running: wait or cancel one", 429)
-        call = _Call(id=f"call-{next(self._ids)}", name=name, arguments=arguments, started=time.time())
+        call = Call(id=f"call-{next(self._ids)}", name=name, arguments=arguments, started=time.time())
         call.as_task = as_task
         with contextlib.suppress(Exception):  # (its definition from the start: the page shows its MCP Apps view)
             known = await client.get_tool(name)
@@ -69,7 +69,7 @@ class CallsAndAsks:
         self.hub.publish("call", call=call.public())
         return call.id
 
-    async def _run_call(self, client: Any, call: _Call) -> None:
+    async def _run_call(self, client: Any, call: Call) -> None:
         last = 0.0
 
         def on_progress(done: float, total: float | None, message: str | None) -> None:
@@ -117,7 +117,7 @@ class CallsAndAsks:
         self._keep(call)
         self.hub.publish("call", call=call.public())
 
-    def _keep(self, call: _Call) -> None:
+    def _keep(self, call: Call) -> None:
         import orjson
 
         try:
@@ -157,7 +157,7 @@ class CallsAndAsks:
             if kind == "elicitation":
                 return {"action": "decline"}
             raise MCPError("too many requests already wait for the user's answer", code=SAMPLING_REJECTED)
-        req = _HumanRequest(
+        req = HumanRequest(
             id=f"ask-{next(self._ids)}",
             kind=kind,
             params=params,

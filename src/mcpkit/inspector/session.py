@@ -41,9 +41,9 @@ from ..protocol import versions
 from ..protocol.errors import CapabilityNotSupported, ConnectionClosed, MCPError, MethodNotFound, RequestTimeout
 from ..protocol.extensions import UI_EXTENSION
 from .asks import (
+    Call,
+    HumanRequest,
     InspectorError,
-    _Call,
-    _HumanRequest,
     checked_roots,
 )
 from .calls import CallsAndAsks
@@ -158,10 +158,10 @@ class Inspector(CallsAndAsks):
         self._client: Any = None
         self._lock = asyncio.Lock()
         self._ids = itertools.count(1)
-        self._calls: dict[str, _Call] = {}
-        self._finished: deque[_Call] = deque()
+        self._calls: dict[str, Call] = {}
+        self._finished: deque[Call] = deque()
         self._finished_bytes = 0
-        self._pending: dict[str, _HumanRequest] = {}
+        self._pending: dict[str, HumanRequest] = {}
         self._subscriptions: set[str] = set()
         self._no_completions = False  # a server of a revision without the capability flag said -32601
         self._stderr: deque[str] = deque(maxlen=MAX_STDERR_LINES)

@@ -32,7 +32,7 @@ def checked_queue_size(listen_queue_size: int) -> int:
     return listen_queue_size
 
 
-class _Listener:
+class Listener:
     """One ``subscriptions/listen`` stream (modern era): the notifications waiting to be written to it.
 
     A stream that falls behind (a client reading slowly, a burst of changes) follows the rule a client's watch
@@ -57,11 +57,11 @@ class _Listener:
 
     def __init__(self, agreed: JSONDict, sub_id: str | int, maxsize: int) -> None:
         self.filter: JSONDict = agreed
-        self.uris = frozenset(agreed.get("resourceSubscriptions") or ())
-        self.items = PendingChanges(maxsize)
-        self.maxsize = maxsize
-        self.ended = False  # end once what waits is written
-        self.overflowed = False  # end now, with an error
+        self.uris: frozenset[str] = frozenset(agreed.get("resourceSubscriptions") or ())
+        self.items: PendingChanges = PendingChanges(maxsize)
+        self.maxsize: int = maxsize
+        self.ended: bool = False  # end once what waits is written
+        self.overflowed: bool = False  # end now, with an error
         self._waiter: asyncio.Future[None] | None = None
         self.sub_id: str | int = sub_id
         self.removers: list[Callable[[], None]] = []  # what to undo when the stream ends (task watchers)
@@ -118,11 +118,12 @@ class _Host(HostedServer, Protocol):
     listen_queue_size: int
     max_subscriptions: int
     max_subscription_uri: int
-    _listeners: set[_Listener]
+    _listeners: set[Listener]
     tasks: Any  # the server's ServerTasks, or None
 
 
-_LIST_CHANGED_FILTER = {
+#: the member of a ``subscriptions/listen`` filter that asks for each list's list_changed
+LIST_CHANGED_FILTER = {
     "tools": "toolsListChanged",
     "prompts": "promptsListChanged",
     "resources": "resourcesListChanged",
@@ -210,7 +211,7 @@ async def _listen(server: _Host, ctx: ServerRequestContext, params: JSONDict) ->
         raise InvalidParams("notifications must be an object")
     caps = server.capabilities(ctx.features)
     agreed: JSONDict = {}
-    for kind, key in _LIST_CHANGED_FILTER.items():
+    for kind, key in LIST_CHANGED_FILTER.items():
         if requested.get(key) is True and isinstance(caps.get(kind), dict) and caps[kind].get("listChanged"):
             agreed[key] = True
     uris = requested.get("resourceSubscriptions")
@@ -233,7 +234,7 @@ async def _listen(server: _Host, ctx: ServerRequestContext, params: JSONDict) ->
     sub_id = ctx.request_id
     if not server.fanout.running:
         await server.start_fanout()  # changes made on other workers reach this stream from its acknowledgement on
-    listener = _Listener(agreed, sub_id, server.listen_queue_size)
+    listener = Listener(agreed, sub_id, server.listen_queue_size)
     listener.session = connection = ctx.session  # (None over HTTP: there a stream is an HTTP request of its own)
     if task_ids is not None and tasks is not None:
         agreed["taskIds"] = await tasks.listen_for(ctx, task_ids, listener)
@@ -263,7 +264,8 @@ async def _listen(server: _Host, ctx: ServerRequestContext, params: JSONDict) ->
     return {"_meta": {META_SUBSCRIPTION_ID: sub_id}}
 
 
-_BUILTINS: dict[str, Callable[[_Host, ServerRequestContext, JSONDict], Awaitable[JSONDict] | JSONDict]] = {
+#: the methods every server answers itself, each with its handler (the dispatcher's fallback)
+BUILTINS: dict[str, Callable[[_Host, ServerRequestContext, JSONDict], Awaitable[JSONDict] | JSONDict]] = {
     "ping": _ping,
     "logging/setLevel": _set_level,
     "resources/subscribe": _subscribe,

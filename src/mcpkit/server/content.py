@@ -65,7 +65,8 @@ def _content_models() -> tuple[type, ...]:
     return (t.TextContent, t.ImageContent, t.AudioContent, t.EmbeddedResource, t.ResourceLink)
 
 
-def _resource_contents_models() -> tuple[type, ...]:
+def resource_contents_models() -> tuple[type, ...]:
+    """The pydantic resource contents models (text, blob), or () while the protocol types are not loaded."""
     t = loaded_types()
     return () if t is None else (t.TextResourceContents, t.BlobResourceContents)
 
@@ -235,7 +236,8 @@ def sniff_mime(data: bytes) -> str | None:
     return None
 
 
-def _json_text(value: Any) -> str:
+def json_text(value: Any) -> str:
+    """``value`` (a model, or anything JSON can encode) as the JSON text of a text content block."""
     if is_model(value):
         return str(value.model_dump_json(by_alias=True, exclude_none=True))
     try:
@@ -255,7 +257,7 @@ def _default(obj: Any) -> Any:
 
 
 def _is_content_like(value: Any) -> bool:
-    if isinstance(value, (str, bytes, _Media, File, *_content_models(), *_resource_contents_models())):
+    if isinstance(value, (str, bytes, _Media, File, *_content_models(), *resource_contents_models())):
         return True
     return isinstance(value, dict) and value.get("type") in _CONTENT_TYPES
 
@@ -294,7 +296,7 @@ def to_content(value: Any, *, blob_uri: str = "mcpkit://result") -> list[JSONDic
     if is_model(value):
         if isinstance(value, _content_models()):
             return [dump_model(value)]
-        if isinstance(value, _resource_contents_models()):
+        if isinstance(value, resource_contents_models()):
             return [{"type": "resource", "resource": dump_model(value)}]
     if isinstance(value, dict) and value.get("type") in _CONTENT_TYPES:
         return [value]
@@ -303,7 +305,7 @@ def to_content(value: Any, *, blob_uri: str = "mcpkit://result") -> list[JSONDic
         for v in value:
             out.extend(to_content(v, blob_uri=blob_uri))
         return out
-    return [{"type": "text", "text": _json_text(value)}]
+    return [{"type": "text", "text": json_text(value)}]
 
 
 def annotations_for(annotations: Any, feats: Features) -> Any:

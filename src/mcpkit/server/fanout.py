@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..hosting import Fanout, LocalFanout, deliver
 from ..protocol.jsonrpc import JSONDict
-from .builtins import _LIST_CHANGED_FILTER, _Listener
+from .builtins import LIST_CHANGED_FILTER, Listener
 
 if TYPE_CHECKING:
     from .session import ServerSession
@@ -49,7 +49,7 @@ class ChangeFanout:
     change_observers: list[Callable[[str, str], None]]
     tasks: ServerTasks | None
     _sessions: weakref.WeakSet[ServerSession]
-    _listeners: set[_Listener]
+    _listeners: set[Listener]
     _fanout_start: asyncio.Task[None] | None
     _fanout_warned: float
 
@@ -102,7 +102,7 @@ class ChangeFanout:
         method = f"notifications/{kind}/list_changed"
         told = [s for s in list(self._sessions) if s.initialized and not s.closed and s.declared_list_changed(kind)]
         await self._fan_out(told, method, None)
-        key = _LIST_CHANGED_FILTER[kind]
+        key = LIST_CHANGED_FILTER[kind]
         for listener in list(self._listeners):
             if listener.filter.get(key):
                 listener.offer(method, {})

@@ -48,8 +48,8 @@ from ..protocol.versions import (
     MODERN_ONLY,
     Features,
 )
-from .builtins import _BUILTINS as _BUILTINS
-from .builtins import _Listener, checked_queue_size
+from .builtins import BUILTINS as _BUILTINS
+from .builtins import Listener, checked_queue_size
 from .fanout import ChangeFanout, Fanout, LocalFanout
 from .interceptors import Call, Interceptor, Interceptors, call_for, run_chain
 from .request_context import (
@@ -171,7 +171,7 @@ class Server(ChangeFanout, Runnable):
         self._notification_handlers: dict[str, Callable[[ServerSession, JSONDict | None], Awaitable[None]]] = {}
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
         self._stateless_peer: Peer | None = None
-        self._listeners: set[_Listener] = set()
+        self._listeners: set[Listener] = set()
         self._caps_cache: dict[str, JSONDict] = {}
         #: the extensions declared under ``capabilities.extensions`` (both eras): ``server.extensions[id] = settings``
         self.extensions: Extensions = Extensions(self._caps_cache.clear)

@@ -18,7 +18,7 @@ from .._options import check_choice
 from ..protocol.errors import ResourceNotFound
 from ..protocol.versions import Features
 from .completions import Completer, gather_completions
-from .content import _json_text, _resource_contents_models, annotations_for, dump_model, is_model
+from .content import annotations_for, dump_model, is_model, json_text, resource_contents_models
 from .pagination import Listed
 from .schema import FunctionInfo, function_name, unwrap_optional
 from .sync_exec import SyncPolicy
@@ -42,7 +42,7 @@ def mime_for_annotation(annotation: Any) -> str | None:
         return "text/plain"
     if get_origin(tp) in (Union, types.UnionType):
         return None
-    if isinstance(tp, type) and issubclass(tp, _resource_contents_models()):
+    if isinstance(tp, type) and issubclass(tp, resource_contents_models()):
         return None
     return "application/json"
 
@@ -54,7 +54,7 @@ def to_contents(value: Any, uri: str, mime_type: str | None) -> list[JSONDict]:
     if isinstance(value, (bytes, bytearray, memoryview)):
         blob = base64.b64encode(bytes(value)).decode("ascii")
         return [{"uri": uri, "mimeType": mime_type or "application/octet-stream", "blob": blob}]
-    if is_model(value) and isinstance(value, _resource_contents_models()):
+    if is_model(value) and isinstance(value, resource_contents_models()):
         d = dump_model(value)
         d.setdefault("mimeType", mime_type or ("text/plain" if "text" in d else "application/octet-stream"))
         return [d]
@@ -66,7 +66,7 @@ def to_contents(value: Any, uri: str, mime_type: str | None) -> list[JSONDict]:
         isinstance(value, (list, tuple))
         and value
         and all(
-            isinstance(v, _resource_contents_models())
+            isinstance(v, resource_contents_models())
             or (isinstance(v, dict) and "uri" in v and ("text" in v or "blob" in v))
             for v in value
         )
@@ -75,7 +75,7 @@ def to_contents(value: Any, uri: str, mime_type: str | None) -> list[JSONDict]:
         for v in value:
             out.extend(to_contents(v, uri, mime_type))
         return out
-    return [{"uri": uri, "mimeType": mime_type or "application/json", "text": _json_text(value)}]
+    return [{"uri": uri, "mimeType": mime_type or "application/json", "text": json_text(value)}]
 
 
 async def _call(fn: Callable[..., Any], sync: SyncPolicy | None, kwargs: dict[str, Any]) -> Any:
@@ -103,7 +103,10 @@ def cache_hints(ttl_ms: int | None, scope: str | None) -> JSONDict:
     return hints
 
 
-class _ResourceBase(Listed):
+class ResourceBase(Listed):
+    """What a resource and a resource template share: identity, metadata, the function that reads them and
+    how it runs."""
+
     def __init__(
         self,
         *,
@@ -154,7 +157,7 @@ class _ResourceBase(Listed):
         return d
 
 
-class Resource(_ResourceBase):
+class Resource(ResourceBase):
     """A static resource: one URI, read by calling ``fn`` (or serving fixed ``content``).
 
     A subclass that reads for itself (overrides :meth:`read`, e.g. :class:`~mcpkit.server.files.FileResource`) sets
@@ -242,7 +245,7 @@ class Resource(_ResourceBase):
         return self._with_meta(to_contents(value, self.uri, self.mime_type))
 
 
-class ResourceTemplate(_ResourceBase):
+class ResourceTemplate(ResourceBase):
     """A parameterized resource: its URI template's variables become the function's arguments."""
 
     def __init__(

@@ -66,7 +66,7 @@ from .request_context import ServerRequestContext, session_binding
 
 if TYPE_CHECKING:
     from ..hosting import HostedSession
-    from .builtins import _Listener
+    from .builtins import Listener
 
 
 class Tool(Protocol):
@@ -507,7 +507,7 @@ class ServerTasks:
 
     # ------------------------------------------------------------------ subscriptions/listen (2026-07-28)
 
-    async def listen_for(self, sctx: ServerRequestContext, ids: Any, listener: _Listener) -> list[str]:
+    async def listen_for(self, sctx: ServerRequestContext, ids: Any, listener: Listener) -> list[str]:
         """Agree to stream ``notifications/tasks`` for the caller's tasks among ``ids`` on ``listener``; returns
         the ids agreed to (unknown ones and other callers' are left out, without saying which)."""
         if not declares_extension(sctx.client_capabilities):
@@ -530,7 +530,7 @@ class ServerTasks:
             listener.removers.append(self.engine.add_watcher(task_id, changed))
         return agreed
 
-    async def _offer(self, task_id: str, listener: _Listener) -> None:
+    async def _offer(self, task_id: str, listener: Listener) -> None:
         record = await self.engine.store.get(task_id)
         if record is not None:
             listener.offer("notifications/tasks", extension_task(record, detailed=True))

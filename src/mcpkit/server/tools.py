@@ -32,11 +32,11 @@ from ..protocol.versions import Features
 from .content import (  # the content helpers live in the leaf module; imported from here as before
     Audio,
     Image,
-    _json_text,
     downgrade_content,
     dump_model,
     is_content_value,
     is_model,
+    json_text,
     loaded_types,
     sniff_mime,
     to_content,
@@ -390,7 +390,7 @@ class Tool(Listed):
             returns = self.returns
             if returns.structured and not is_content_value(value):
                 structured = returns.structure(value)
-                content = [{"type": "text", "text": _json_text(structured)}]
+                content = [{"type": "text", "text": json_text(structured)}]
                 result = {"content": content, "structuredContent": structured, "isError": False}
             else:
                 result = {"content": to_content(value, blob_uri=f"mcpkit://tools/{self.name}/result"), "isError": False}
@@ -506,7 +506,7 @@ class SchemaTool(Tool):
             result = dict(value)
         elif self._output_schema is not None and not is_content_value(value):
             structured = dump_model(value) if is_model(value) else value
-            result = {"content": [{"type": "text", "text": _json_text(structured)}], "structuredContent": structured}
+            result = {"content": [{"type": "text", "text": json_text(structured)}], "structuredContent": structured}
             result["isError"] = False
         else:
             result = {"content": to_content(value, blob_uri=f"mcpkit://tools/{self.name}/result"), "isError": False}

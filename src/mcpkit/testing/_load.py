@@ -34,14 +34,15 @@ def split_spec(spec: str) -> tuple[str, str]:
     return where, name
 
 
-def _is_file_spec(where: str) -> bool:
+def is_file_spec(where: str) -> bool:
+    """Whether ``where`` names a file (a path or a ``.py`` name) rather than a module to import."""
     return where.endswith(".py") or os.sep in where or "/" in where or Path(where).is_file()
 
 
 def load_module(where: str) -> ModuleType:
     """Import ``where``: a ``.py`` file (once per path, under a private name, its directory put on ``sys.path``
     so it can import its siblings) or a dotted module path."""
-    if not _is_file_spec(where):
+    if not is_file_spec(where):
         try:
             return importlib.import_module(where)
         except ImportError as exc:
@@ -115,7 +116,7 @@ def stdio_spec(server: Any) -> str:
         server = os.fspath(server)
     if isinstance(server, str):
         where, name = split_spec(server)
-        if _is_file_spec(where):
+        if is_file_spec(where):
             where = str(Path(where).resolve())
         return f"{where}:{name}" if name else where
     found = _where_defined(server)

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from ..check import Report, run_checks
-from ._load import _is_file_spec, is_server, split_spec, stdio_command, subprocess_env
+from ._load import is_file_spec, is_server, split_spec, stdio_command, subprocess_env
 from .serving import HTTP_PATHS, serve
 
 FAIL_ON: dict[str, tuple[str, ...]] = {
@@ -46,7 +46,7 @@ def _is_spec(target: str) -> bool:
     if any(ch.isspace() for ch in target) or "://" in target:
         return False
     where, name = split_spec(target)
-    if name or _is_file_spec(where):
+    if name or is_file_spec(where):
         return True
     try:
         return importlib.util.find_spec(where) is not None

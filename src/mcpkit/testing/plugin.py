@@ -327,11 +327,11 @@ def mcp_server(request: pytest.FixtureRequest) -> Any:
 
 
 def _relative_to_ini(config: pytest.Config, server: str) -> str:
-    from ._load import _is_file_spec, split_spec
+    from ._load import is_file_spec, split_spec
 
     where, name = split_spec(server)
     base = Path(str(config.inipath)).parent if config.inipath is not None else Path(str(config.rootpath))
-    if not _is_file_spec(where) or Path(where).is_absolute() or not (base / where).exists():
+    if not is_file_spec(where) or Path(where).is_absolute() or not (base / where).exists():
         return server
     return str(base / where) + (f":{name}" if name else "")
 

@@ -28,39 +28,46 @@ CANNED_SAMPLE = {
 # what the main session declares (each answered: roots, a canned sampling reply, a declined elicitation)
 ALL_CLIENT_CAPABILITIES: JSON = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {}}
 CONTENT_TYPES = {"text", "image", "audio", "resource", "resource_link"}
-_UNSAFE_TOOL = re.compile(
+#: tools whose names say calling them blindly could harm or hang the server: the checker does not call them
+UNSAFE_TOOL = re.compile(
     r"sampl|elicit|delete|remove|destroy|kill|shutdown|exit|write|touch|add_tool|roots|notif|trigger|slow|long|sleep"
     r"|wait|delay|crash|fail|error|exception|reconnect|subscribe|toggle|ask_|env",
     re.I,
 )
-_SLOW_TOOL = re.compile(r"slow|long|sleep|delay|wait", re.I)
+#: tools whose names say they take a while: the cancellation and progress checks use them
+SLOW_TOOL = re.compile(r"slow|long|sleep|delay|wait", re.I)
 
 
-def _short(obj: Any, limit: int = 240) -> str:
+def shortened(obj: Any, limit: int = 240) -> str:
+    """``obj`` (JSON unless a string) cut to ``limit`` characters, for a check's message."""
     text = obj if isinstance(obj, str) else json.dumps(obj, separators=(",", ":"), default=str)
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _is_int(v: Any) -> bool:
+def is_int(v: Any) -> bool:
+    """Whether ``v`` is a JSON integer (``bool`` is not one)."""
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _err(inc: Incoming | None) -> JSON | None:
+def error_of(inc: Incoming | None) -> JSON | None:
+    """The ``error`` object of a received answer, or None."""
     if inc is None or not isinstance(inc.data, dict):
         return None
     err = inc.data.get("error")
     return err if isinstance(err, dict) else None
 
 
-def _res(inc: Incoming | None) -> JSON | None:
+def result_of(inc: Incoming | None) -> JSON | None:
+    """The ``result`` object of a received answer, or None."""
     if inc is None or not isinstance(inc.data, dict):
         return None
     res = inc.data.get("result")
     return res if isinstance(res, dict) else None
 
 
-def _code(inc: Incoming | None) -> Any:
-    err = _err(inc)
+def error_code(inc: Incoming | None) -> Any:
+    """The ``error.code`` of a received answer, or None."""
+    err = error_of(inc)
     return err.get("code") if err else None
 
 
@@ -210,7 +217,7 @@ class CheckerBase:
         self.declared_capabilities[id(wire)] = caps
         params = {"protocolVersion": version, "capabilities": caps, "clientInfo": CLIENT_INFO}
         resp = await wire.request("initialize", params, timeout=self.first_message_timeout)
-        res = _res(resp)
+        res = result_of(resp)
         if res is not None and isinstance(res.get("protocolVersion"), str):
             self.answered_versions[version] = res["protocolVersion"]
             wire.protocol_version = res["protocolVersion"]
@@ -230,12 +237,12 @@ class CheckerBase:
         if resp is None:
             r.fail(req, f"{method} got no response within {self.timeout:.0f}s", method)
             return
-        code = _code(resp)
-        if declared and _res(resp) is not None:
+        code = error_code(resp)
+        if declared and result_of(resp) is not None:
             r.ok(req, f"'{cap}' declared and {method} answered", method)
         elif declared:
             r.fail(req, f"'{cap}' declared but {method} failed: {resp.short()}", method)
-        elif _res(resp) is not None:
+        elif result_of(resp) is not None:
             r.fail(req, f"{method} answered but capability '{cap}' is not declared: {resp.short(160)}", method)
         else:
             r.ok(req, f"'{cap}' not declared and {method} refused with {code}", method)
@@ -247,7 +254,7 @@ class CheckerBase:
         cursor: str | None = None
         for _page in range(20):
             resp = await self.call(wire, method, {"cursor": cursor} if cursor else {})
-            res = _res(resp)
+            res = result_of(resp)
             if res is None:
                 if cursor is None:
                     return None
@@ -274,10 +281,10 @@ class CheckerBase:
         sent = f"{method} with cursor {cursor!r} (one it never issued)"
         if resp is None:
             r.fail("S030", f"{sent}: no response", method)
-        elif _code(resp) == -32602:
+        elif error_code(resp) == -32602:
             r.ok("S030", f"{sent} -> -32602", method)
-        elif _err(resp) is not None:
-            r.fail("S030", f"{sent} -> error {_code(resp)} (expected -32602)", method)
+        elif error_of(resp) is not None:
+            r.fail("S030", f"{sent} -> error {error_code(resp)} (expected -32602)", method)
         elif resp.error is not None:
             r.fail("S030", f"{sent} got no JSON-RPC answer: {resp.short(160)}", method)
         else:
@@ -298,7 +305,7 @@ class CheckerBase:
 
     def content_problem(self, item: Any, allow_link: bool) -> str | None:
         if not isinstance(item, dict):
-            return f"content item is not an object: {_short(item)}"
+            return f"content item is not an object: {shortened(item)}"
         kind = item.get("type")
         allowed = CONTENT_TYPES if allow_link else CONTENT_TYPES - {"resource_link"}
         if kind not in allowed:
@@ -310,13 +317,13 @@ class CheckerBase:
         if kind in ("image", "audio") and (
             not isinstance(item.get("data"), str) or not isinstance(item.get("mimeType"), str)
         ):
-            return f"{kind} content without data and mimeType: {_short(item, 120)}"
+            return f"{kind} content without data and mimeType: {shortened(item, 120)}"
         if kind == "resource":
             res = item.get("resource")
             if not isinstance(res, dict) or not isinstance(res.get("uri"), str):
-                return f"embedded resource without resource.uri: {_short(item, 120)}"
+                return f"embedded resource without resource.uri: {shortened(item, 120)}"
             if not isinstance(res.get("text"), str) and not isinstance(res.get("blob"), str):
-                return f"embedded resource without text or blob: {_short(item, 120)}"
+                return f"embedded resource without text or blob: {shortened(item, 120)}"
         if kind == "resource_link" and (not isinstance(item.get("uri"), str) or not isinstance(item.get("name"), str)):
-            return f"resource_link without uri and name: {_short(item, 120)}"
+            return f"resource_link without uri and name: {shortened(item, 120)}"
         return None

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from ...auth.challenges import parse_www_authenticate
 from ..wire_http import origin_of
-from ._base import CLIENT_INFO, JSON, CheckerBase, _short
+from ._base import CLIENT_INFO, JSON, CheckerBase, shortened
 
 if TYPE_CHECKING:
     import httpx  # (imported when an HTTP target is probed: checking a stdio server needs only the cli extra)
@@ -101,7 +101,7 @@ class AuthChecks(CheckerBase):
             challenge = headers.get("www-authenticate", "")
             scheme, params = parse_www_authenticate(challenge) if challenge else ("", {})
             if status == 401:
-                r.ok("M030", f"initialize without a token -> 401 (WWW-Authenticate: {_short(challenge, 160)})")
+                r.ok("M030", f"initialize without a token -> 401 (WWW-Authenticate: {shortened(challenge, 160)})")
             else:
                 r.fail("M030", f"initialize without a token -> {status}, not 401 Unauthorized", "auth")
             if scheme != "bearer":
@@ -154,7 +154,7 @@ class AuthChecks(CheckerBase):
             servers = prm.get("authorization_servers")
             resource = prm.get("resource")
             if not isinstance(servers, list) or not servers or not isinstance(servers[0], str):
-                r.fail("S008", f"Protected Resource Metadata without authorization_servers: {_short(prm, 200)}")
+                r.fail("S008", f"Protected Resource Metadata without authorization_servers: {shortened(prm, 200)}")
                 return
             if not isinstance(resource, str) or origin_of(resource) != origin_of(url):
                 r.fail("S008", f"Protected Resource Metadata names resource {resource!r}, not this server")
@@ -197,7 +197,7 @@ class AuthChecks(CheckerBase):
         if not legacy and meta.get("issuer") != issuer:
             r.fail("S011", f"the metadata's issuer {meta.get('issuer')!r} is not {issuer!r}", "auth")
         else:
-            r.ok("S011", f"authorization server metadata for {issuer}: {_short(sorted(meta), 160)}", "auth")
+            r.ok("S011", f"authorization server metadata for {issuer}: {shortened(sorted(meta), 160)}", "auth")
         problems = []
         methods = meta.get("code_challenge_methods_supported")
         if not isinstance(methods, list) or "S256" not in methods:

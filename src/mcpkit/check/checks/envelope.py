@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 from ..wire import StdioWire, Wire, WireClosed
-from ._base import CheckerBase, _err, _res
+from ._base import CheckerBase, error_of, result_of
 
 
 class EnvelopeChecks(CheckerBase):
@@ -19,7 +19,7 @@ class EnvelopeChecks(CheckerBase):
         probe = "server/discover" if self.feats.modern else "ping"
         # A001: a request without params (ping has none; check_basics sent one too)
         resp = await self.call(wire, probe)
-        if _res(resp) is not None:
+        if result_of(resp) is not None:
             r.ok("A001", f"{probe} without params answered with a result", "envelope")
         elif resp is not None:
             r.fail("A001", f"{probe} without params refused: {resp.short(160)}", "envelope")
@@ -31,7 +31,7 @@ class EnvelopeChecks(CheckerBase):
             r.fail("A002", "the server hung up on notifications with and without params", "envelope")
             return
         resp = await self.call(wire, probe)
-        if _res(resp) is not None:
+        if result_of(resp) is not None:
             r.ok("A002", "notifications with and without params accepted; the session went on", "envelope")
         else:
             got = resp.short(160) if resp else "no response"
@@ -44,7 +44,7 @@ class EnvelopeChecks(CheckerBase):
         """A024: notifications/cancelled for a request that never existed and for one already answered: ignored
         (no error answer), and the session goes on."""
         r = self.report
-        if _res(await self.call(wire, probe)) is None:
+        if result_of(await self.call(wire, probe)) is None:
             return  # the session had already stopped (A002 says why)
         done = next(iter(wire.responses.values()), None)
         before = len(wire.incoming)
@@ -56,11 +56,11 @@ class EnvelopeChecks(CheckerBase):
             r.fail("A024", "the server hung up on a cancellation of an unknown request", "envelope")
             return
         await asyncio.sleep(0.2)
-        answered = [i for i in wire.incoming[before:] if _err(i) is not None]
+        answered = [i for i in wire.incoming[before:] if error_of(i) is not None]
         resp = await self.call(wire, probe)
         if answered:
             r.fail("A024", f"a cancellation notification was answered with an error: {answered[0].short(160)}")
-        elif _res(resp) is None:
+        elif result_of(resp) is None:
             r.fail(
                 "A024", f"after cancelling unknown/finished requests, {probe} -> {resp.short(120) if resp else None}"
             )

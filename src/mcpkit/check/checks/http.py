@@ -10,7 +10,7 @@ from typing import Any
 from ...protocol.versions import META_PROTOCOL_VERSION, features, is_supported
 from ..wire import Incoming
 from ..wire_http import HttpExchange, HttpWire
-from ._base import UNKNOWN_VERSION, CheckerBase, _short
+from ._base import UNKNOWN_VERSION, CheckerBase, shortened
 
 BAD_ORIGIN = "http://mcpkit-check.invalid"
 
@@ -116,7 +116,7 @@ class HttpChecks(CheckerBase):
             if e.status == 202 and not e.body.strip():
                 r.ok("M022", f"POST {what} -> 202 with no body", "http")
             elif e.status == 202:
-                r.fail("M022", f"POST {what} -> 202 with a body: {_short(e.body, 100)!r}", "http")
+                r.fail("M022", f"POST {what} -> 202 with a body: {shortened(e.body, 100)!r}", "http")
             elif 400 <= e.status < 500:
                 r.ok("M022", f"POST {what} refused with HTTP {e.status} (allowed when not accepted)", "http")
             else:
@@ -162,7 +162,7 @@ class HttpChecks(CheckerBase):
                 r.ok("S002", f"the SSE stream of {method} carried its response", "http SSE")
                 r.ok("S003", f"the SSE stream of {method} stayed open until its response", "http SSE")
             elif e.error is None and e.ended and not (e.events and e.events[-1].id and e.retry is not None):
-                r.fail("S003", f"the SSE stream of {method} ended before its response: {_short(e.body, 160)!r}")
+                r.fail("S003", f"the SSE stream of {method} ended before its response: {shortened(e.body, 160)!r}")
                 r.fail("S002", f"the SSE stream of {method} carried no response", "http SSE")
             token = ((e.sent.get("params") or {}).get("_meta") or {}).get("progressToken")
             before = [m for m in e.messages if isinstance(m.data, dict) and "method" in m.data]

@@ -27,10 +27,10 @@ from ._base import (
     CLIENT_INFO,
     UNKNOWN_VERSION,
     CheckerBase,
-    _code,
-    _err,
-    _res,
-    _short,
+    error_code,
+    error_of,
+    result_of,
+    shortened,
 )
 
 # seconds a batch of two pings gets before M011 fails, stretched to BATCH_PACE times how long a ping sent just after
@@ -133,7 +133,7 @@ class LifecycleChecks(CheckerBase):
             where = "stdout" if self.transport == "stdio" else "the endpoint"
             extra = ""
             if isinstance(wire, StdioWire) and wire.stderr_tail:
-                extra = f"; stderr: {_short(' / '.join(wire.stderr_tail[-3:]))}"
+                extra = f"; stderr: {shortened(' / '.join(wire.stderr_tail[-3:]))}"
             code = wire.conn.returncode if isinstance(wire, StdioWire) else None
             if code is not None:  # it ended without answering: no wait is to blame
                 r.fail("M042", f"the server exited (code {code}) without answering initialize{extra}", "initialize")
@@ -146,7 +146,7 @@ class LifecycleChecks(CheckerBase):
             return False
         if self.transport == "stdio":
             r.ok("M013", "initialize answered on stdout", "initialize")
-        err = _err(resp)
+        err = error_of(resp)
         supported = _modern_only(err)
         if supported is not None:  # a 2026-07-28-only server, which refuses initialize as that revision asks
             self.modern_only = True
@@ -163,8 +163,8 @@ class LifecycleChecks(CheckerBase):
                 r.fail("S009", f"the stdio server asks for authorization: {resp.short(160)}", "initialize")
             r.info["aborted"] = "the server did not complete initialize; nothing else was checked"
             return False
-        res = _res(resp) or {}
-        r.info["server"] = _short(res.get("serverInfo"), 120)
+        res = result_of(resp) or {}
+        r.info["server"] = shortened(res.get("serverInfo"), 120)
         r.info["negotiated protocol version"] = res.get("protocolVersion")
         problems = []
         if not isinstance(res.get("protocolVersion"), str):
@@ -187,7 +187,7 @@ class LifecycleChecks(CheckerBase):
             )
         if isinstance(res.get("capabilities"), dict):
             self.caps = res["capabilities"]
-            r.ok("M047", f"server capabilities declared: {_short(self.caps, 200)}", "initialize result")
+            r.ok("M047", f"server capabilities declared: {shortened(self.caps, 200)}", "initialize result")
         else:
             r.fail("M047", "initialize result declares no capabilities object", "initialize result")
         answered = res.get("protocolVersion")
@@ -219,7 +219,7 @@ class LifecycleChecks(CheckerBase):
             wire = await self.open_wire()
             try:
                 resp = await self.initialize(wire, version)
-                res = _res(resp)
+                res = result_of(resp)
                 if version == UNKNOWN_VERSION:
                     if res is None:
                         r.fail(
@@ -292,7 +292,7 @@ class LifecycleChecks(CheckerBase):
         except WireClosed as exc:  # the transport refused it (e.g. a POST answered 400): no batch received
             for i in ids:
                 wire.forget(i)
-            r.fail("M011", f"a batch of 2 pings at 2025-03-26 was refused: {_short(str(exc), 200)}", "batch")
+            r.fail("M011", f"a batch of 2 pings at 2025-03-26 was refused: {shortened(str(exc), 200)}", "batch")
             r.skip("A003", "the server answered no batch (see M011)")
             return
         # two pings: quick or never, "quick" at the server's own pace: a ping sent just after the batch shows it
@@ -365,15 +365,15 @@ class LifecycleChecks(CheckerBase):
                 r.fail("M079", f"ping (id {rid!r}) not answered within {self.timeout:.0f}s", "ping")
                 continue
             r.ok("M006", f"ping with {kind} id {rid!r} answered with the same id", "ping")
-            res = _res(resp)
+            res = result_of(resp)
             if res is None:
                 r.fail("M079", f"ping answered without a result object: {resp.short()}", "ping")
             elif set(res) - {"_meta"}:
                 r.fail("M079", f"ping result is not empty: {resp.short()}", "ping")
             else:
-                r.ok("M079", f"ping -> {_short(res)} in {elapsed * 1000:.0f} ms", "ping")
+                r.ok("M079", f"ping -> {shortened(res)} in {elapsed * 1000:.0f} ms", "ping")
         resp = await self.call(wire, "mcpkit-check/no-such-method", {})
-        if _code(resp) == -32601:
+        if error_code(resp) == -32601:
             r.ok("S021", "unknown method -> -32601 Method not found", "unknown method")
         else:
             r.fail("S021", f"unknown method not answered with -32601: {resp.short() if resp else 'no response'}")
@@ -386,7 +386,7 @@ class LifecycleChecks(CheckerBase):
             if 400 <= ex.status < 500:
                 r.ok("S021", f"invalid JSON body -> HTTP {ex.status}", "malformed JSON")
             else:
-                r.fail("S021", f"invalid JSON body -> HTTP {ex.status} {_short(ex.body)}", "malformed JSON")
+                r.fail("S021", f"invalid JSON body -> HTTP {ex.status} {shortened(ex.body)}", "malformed JSON")
         else:
             before = len(wire.incoming)
             try:
@@ -399,32 +399,32 @@ class LifecycleChecks(CheckerBase):
 
             await wire.until(lambda: bool(errors()), PARSE_ERROR_WAIT)
             replies = errors()
-            if replies and _code(replies[0]) == -32700:
+            if replies and error_code(replies[0]) == -32700:
                 r.ok("S021", "invalid JSON line -> -32700 Parse error", "malformed JSON")
             elif replies:
                 r.warn("S021", f"invalid JSON line answered with {replies[0].short()} (expected -32700)")
         probe = "server/discover" if self.feats.modern else "ping"  # ping does not exist at 2026-07-28
         resp = await self.call(wire, probe)
-        if resp is None or _res(resp) is None:
+        if resp is None or result_of(resp) is None:
             gone = "" if wire.alive else " (it ended the session: the connection is closed)"
             r.fail("S021", f"the server stopped answering ({probe}) after a malformed message{gone}", "malformed JSON")
             return
         rid = wire.new_id()
         if isinstance(wire, HttpWire):
             ex = await wire.post({"jsonrpc": "2.0", "id": rid, "params": {}})
-            codes = [_code(m) for m in ex.messages]
+            codes = [error_code(m) for m in ex.messages]
             if 400 <= ex.status < 500 or any(c in (-32600, -32601, -32602) for c in codes):
-                r.ok("S021", f"request without a method -> HTTP {ex.status} {_short(ex.body, 120)}", "no method")
+                r.ok("S021", f"request without a method -> HTTP {ex.status} {shortened(ex.body, 120)}", "no method")
             else:
-                r.fail("S021", f"request without a method -> HTTP {ex.status} {_short(ex.body, 120)}", "no method")
+                r.fail("S021", f"request without a method -> HTTP {ex.status} {shortened(ex.body, 120)}", "no method")
             return
         fut = wire.expect(rid)
         await wire.send({"jsonrpc": "2.0", "id": rid, "params": {}})
         window = await self.await_at_pace(wire, [fut], min(self.timeout, NO_METHOD_WAIT))
         reply = fut.result() if fut.done() and not fut.cancelled() else None
         wire.forget(rid)
-        if _code(reply) in (-32600, -32601, -32602):
-            r.ok("S021", f"request without a method -> {_code(reply)}", "request without method")
+        if error_code(reply) in (-32600, -32601, -32602):
+            r.ok("S021", f"request without a method -> {error_code(reply)}", "request without method")
         elif reply is None:
             r.warn("S021", f"a request without a method got no response within {window:.3g}s (JSON-RPC expects -32600)")
         else:

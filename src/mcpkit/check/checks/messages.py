@@ -11,7 +11,7 @@ from ..wire import MAX_MESSAGE, MAX_RECORDED, OVERSIZED, TOO_DEEP, Incoming, Wir
 from ..wire_http import HttpWire
 from ._base import (
     CheckerBase,
-    _short,
+    shortened,
 )
 
 #: the channels whose messages came unasked, and how evidence names them
@@ -73,7 +73,7 @@ class MessageChecks(CheckerBase):
                 r.fail(
                     "M006",
                     f"response id {stray.data.get('id')!r} matches no request we sent (we sent ids "
-                    f"{_short(sent[-5:], 80)}): {stray.short(160)}",
+                    f"{shortened(sent[-5:], 80)}): {stray.short(160)}",
                     "ids",
                 )
         r.info["messages received"] = total
@@ -125,7 +125,7 @@ class MessageChecks(CheckerBase):
 
     def judge_message(self, msg: Any, inc: Incoming, seen_ids: set[str], wire: Wire) -> None:
         r = self.report
-        shown = _short(msg, 160) if isinstance(msg, dict) else inc.short(160)
+        shown = shortened(msg, 160) if isinstance(msg, dict) else inc.short(160)
         if inc.channel in _WHERE:  # where a message no request of ours asked for came from, to find it again
             shown += f" ({_WHERE[inc.channel]})"
         scope = "in one session"

@@ -16,10 +16,10 @@ from ._base import (
     JSON,
     UNKNOWN_VERSION,
     CheckerBase,
-    _code,
-    _err,
-    _res,
-    _short,
+    error_code,
+    error_of,
+    result_of,
+    shortened,
 )
 
 
@@ -38,8 +38,8 @@ class ModernChecks(CheckerBase):
         if problems:
             r.fail("M042", f"server/discover: {'; '.join(problems)}: {resp.short() if resp else ''}", "discover")
         else:
-            r.ok("M042", f"server/discover: supportedVersions, capabilities and server info: {_short(res, 160)}")
-            r.ok("M047", f"capabilities declared in server/discover: {_short(res.get('capabilities'), 160)}")
+            r.ok("M042", f"server/discover: supportedVersions, capabilities and server info: {shortened(res, 160)}")
+            r.ok("M047", f"capabilities declared in server/discover: {shortened(res.get('capabilities'), 160)}")
 
     def judge_echo_against_discover(self, versions: list[Any]) -> None:
         """M045 once more: a handshake revision ``server/discover`` lists as supported must be echoed when asked."""
@@ -55,7 +55,7 @@ class ModernChecks(CheckerBase):
         """M046 in the stateless era: an unsupported version is refused with -32022 naming the supported ones."""
         r = self.report
         resp = await self.call(wire, "server/discover", {"_meta": {META_PROTOCOL_VERSION: UNKNOWN_VERSION}})
-        err = _err(resp)
+        err = error_of(resp)
         data = err.get("data") if err else None
         supported = data.get("supported") if isinstance(data, dict) else None
         if err and err.get("code") == -32022 and isinstance(supported, list) and supported:
@@ -68,7 +68,7 @@ class ModernChecks(CheckerBase):
                 "version",
             )
         resp = await self.call(wire, "server/discover", {})
-        if _res(resp) is not None:
+        if result_of(resp) is not None:
             r.ok("M045", f"{V2026_07_28} requested and served", "version")
 
     async def check_modern_http(self, wire: Wire) -> None:
@@ -80,7 +80,7 @@ class ModernChecks(CheckerBase):
         body: JSON = {"jsonrpc": "2.0", "id": wire.new_id(), "method": "mcpkit-check/no-such-method"}
         body["params"] = wire.with_meta({})
         ex = await wire.post(body)
-        codes = [_code(m) for m in ex.messages]
+        codes = [error_code(m) for m in ex.messages]
         if ex.status == 404 and -32601 in codes:
             r.ok("MX04", "an unknown method -> 404 with -32601", "stateless HTTP")
         else:
@@ -91,7 +91,7 @@ class ModernChecks(CheckerBase):
         ):
             body = {"jsonrpc": "2.0", "id": wire.new_id(), "method": "tools/list", "params": wire.with_meta({})}
             ex = await wire.post(body, headers=headers)
-            codes = [_code(m) for m in ex.messages]
+            codes = [error_code(m) for m in ex.messages]
             if ex.status == 400 and -32020 in codes:
                 r.ok("MX05", f"{label} -> 400 with -32020", "stateless HTTP")
             else:

@@ -8,10 +8,10 @@ from ..wire import Wire
 from ._base import (
     JSON,
     CheckerBase,
-    _code,
-    _is_int,
-    _res,
-    _short,
+    error_code,
+    is_int,
+    result_of,
+    shortened,
 )
 
 
@@ -22,13 +22,13 @@ class PromptChecks(CheckerBase):
         r = self.report
         resp = await self.call(wire, "prompts/list", {})
         self.capability_matches("M058", "prompts", "prompts/list", resp)
-        if _res(resp) is None:
+        if result_of(resp) is None:
             for req in ("M059", "M060", "M061", "M062", "M063", "A019"):
                 r.skip(req, "the server offers no prompts")
             return
         prompts = await self.list_all(wire, "prompts/list", "prompts", "M059") or []
         self.prompts = prompts
-        bad = [_short(p, 100) for p in prompts if not isinstance(p, dict) or not isinstance(p.get("name"), str)]
+        bad = [shortened(p, 100) for p in prompts if not isinstance(p, dict) or not isinstance(p.get("name"), str)]
         if bad:
             r.fail("M060", f"prompt(s) without a name: {'; '.join(bad[:3])}", "prompts/list")
         elif prompts:
@@ -50,10 +50,10 @@ class PromptChecks(CheckerBase):
                 if isinstance(a, dict) and a.get("required") and isinstance(a.get("name"), str)
             }
             resp = await self.call(wire, "prompts/get", {"name": prompt["name"], "arguments": args})
-            res = _res(resp)
+            res = result_of(resp)
             label = f"prompts/get {prompt['name']}"
             if res is None:
-                r.skip("M061", f"{label} -> error {_code(resp)} (arguments we guessed may be wrong)")
+                r.skip("M061", f"{label} -> error {error_code(resp)} (arguments we guessed may be wrong)")
                 continue
             called += 1
             messages = res.get("messages")
@@ -62,7 +62,7 @@ class PromptChecks(CheckerBase):
                 continue
             r.ok("M061", f"{label}: messages[{len(messages)}]", "prompts/get")
             bad_msgs = [
-                _short(m, 100)
+                shortened(m, 100)
                 for m in messages
                 if not isinstance(m, dict)
                 or m.get("role") not in ("user", "assistant")
@@ -104,10 +104,10 @@ class PromptChecks(CheckerBase):
         resp = await self.call(wire, "completion/complete", {"ref": ref, "argument": {"name": arg, "value": ""}})
         if self.feats.completions_capability:
             self.capability_matches("M088", "completions", "completion/complete", resp)
-        res = _res(resp)
+        res = result_of(resp)
         if res is None:
-            r.skip("M089", f"completion/complete refused ({_code(resp)})")
-            r.skip("A026", f"completion/complete refused ({_code(resp)})")
+            r.skip("M089", f"completion/complete refused ({error_code(resp)})")
+            r.skip("A026", f"completion/complete refused ({error_code(resp)})")
             return
         comp = res.get("completion")
         values = comp.get("values") if isinstance(comp, dict) else None
@@ -117,10 +117,10 @@ class PromptChecks(CheckerBase):
         if len(values) > 100:
             r.fail("M089", f"completion returned {len(values)} values (at most 100 allowed)", "completion/complete")
         else:
-            r.ok("M089", f"completion/complete {_short(ref, 80)} {arg}='' -> {len(values)} value(s)", "completion")
+            r.ok("M089", f"completion/complete {shortened(ref, 80)} {arg}='' -> {len(values)} value(s)", "completion")
         assert isinstance(comp, dict)
         if "total" in comp:
-            if _is_int(comp["total"]):
+            if is_int(comp["total"]):
                 r.ok("A026", f"completion total = {comp['total']}", "completion/complete")
             else:
                 r.fail("A026", f"completion total is not an integer: {comp['total']!r}", "completion/complete")
@@ -130,5 +130,5 @@ class PromptChecks(CheckerBase):
     async def check_logging(self, wire: Wire) -> None:
         resp = await self.call(wire, "logging/setLevel", {"level": "debug"})
         self.capability_matches("M087", "logging", "logging/setLevel", resp)
-        if "logging" in self.caps and _res(resp) is not None and set(_res(resp) or {}) - {"_meta"}:
+        if "logging" in self.caps and result_of(resp) is not None and set(result_of(resp) or {}) - {"_meta"}:
             self.report.fail("M087", f"logging/setLevel result is not empty: {resp.short() if resp else ''}")

@@ -8,9 +8,9 @@ from typing import Any
 from ..wire import Wire
 from ._base import (
     CheckerBase,
-    _code,
-    _res,
-    _short,
+    error_code,
+    result_of,
+    shortened,
 )
 
 
@@ -21,13 +21,13 @@ class ResourceChecks(CheckerBase):
         r = self.report
         resp = await self.call(wire, "resources/list", {})
         self.capability_matches("M048", "resources", "resources/list", resp)
-        if _res(resp) is None:
+        if result_of(resp) is None:
             for req in ("M049", "M050", "M051", "M052", "M053", "M054", "M056", "S022", "A017", "A018"):
                 r.skip(req, "the server offers no resources")
             return
         resources = await self.list_all(wire, "resources/list", "resources", "M049") or []
         bad = [
-            _short(res, 100)
+            shortened(res, 100)
             for res in resources
             if not isinstance(res, dict) or not isinstance(res.get("uri"), str) or not isinstance(res.get("name"), str)
         ]
@@ -55,14 +55,14 @@ class ResourceChecks(CheckerBase):
         if not picks:
             r.skip("M051", "no resource to read")
         resp = await self.call(wire, "resources/templates/list", {})
-        if _res(resp) is None:
+        if result_of(resp) is None:
             for req in ("M053", "M054", "A018"):
-                r.skip(req, f"resources/templates/list not offered ({_code(resp)})")
+                r.skip(req, f"resources/templates/list not offered ({error_code(resp)})")
             templates: list[Any] = []
         else:
             templates = await self.list_all(wire, "resources/templates/list", "resourceTemplates", "M053") or []
             bad = [
-                _short(t, 100)
+                shortened(t, 100)
                 for t in templates
                 if not isinstance(t, dict) or not isinstance(t.get("uriTemplate"), str)
             ]
@@ -84,7 +84,7 @@ class ResourceChecks(CheckerBase):
     async def read_one(self, wire: Wire, uri: str) -> None:
         r = self.report
         resp = await self.call(wire, "resources/read", {"uri": uri})
-        res = _res(resp)
+        res = result_of(resp)
         if res is None:
             r.fail(
                 "M051", f"resources/read {uri} (a listed resource) failed: {resp.short() if resp else 'no response'}"
@@ -97,9 +97,9 @@ class ResourceChecks(CheckerBase):
         r.ok("M051", f"resources/read {uri}: contents[{len(contents)}]", "resources/read")
         for item in contents:
             if not isinstance(item, dict) or not isinstance(item.get("uri"), str):
-                r.fail("M052", f"resources/read {uri}: content item without uri: {_short(item, 120)}")
+                r.fail("M052", f"resources/read {uri}: content item without uri: {shortened(item, 120)}")
             elif not isinstance(item.get("text"), str) and not isinstance(item.get("blob"), str):
-                r.fail("M052", f"resources/read {uri}: content item without text or blob: {_short(item, 120)}")
+                r.fail("M052", f"resources/read {uri}: content item without text or blob: {shortened(item, 120)}")
             else:
                 r.ok("M052", f"resources/read {uri}: uri and {'text' if 'text' in item else 'blob'}", "resources/read")
             if isinstance(item, dict):
@@ -122,17 +122,19 @@ class ResourceChecks(CheckerBase):
             return
         before = len(wire.notifications)
         resp = await self.call(wire, "resources/subscribe", {"uri": uri})
-        if declared and _res(resp) is not None:
+        if declared and result_of(resp) is not None:
             r.ok("M056", f"resources.subscribe declared and resources/subscribe {uri} accepted", "resources/subscribe")
         elif declared:
             r.fail("M056", f"resources.subscribe declared but subscribe failed: {resp.short() if resp else 'none'}")
-        elif _res(resp) is not None:
+        elif result_of(resp) is not None:
             r.fail("M056", f"resources/subscribe accepted but resources.subscribe is not declared: {resp.short()}")
         else:
             r.ok(
-                "M056", f"resources.subscribe not declared and subscribe refused ({_code(resp)})", "resources/subscribe"
+                "M056",
+                f"resources.subscribe not declared and subscribe refused ({error_code(resp)})",
+                "resources/subscribe",
             )
-        if not declared or _res(resp) is None:
+        if not declared or result_of(resp) is None:
             return
         await asyncio.sleep(0.5)
         updates = [

@@ -12,7 +12,7 @@ from typing import Any
 from ...protocol.versions import META_CLIENT_CAPABILITIES, V2025_03_26
 from ..wire import Incoming, Wire, WireClosed
 from ..wire_http import HttpWire
-from ._base import JSON, CheckerBase, _res, _short, sample_arguments
+from ._base import JSON, CheckerBase, result_of, sample_arguments, shortened
 from .lifecycle import BATCH_PACE
 
 # tools whose names say they ask the client for something (an LLM, the user, its roots)
@@ -63,10 +63,10 @@ class RuleChecks(CheckerBase):
                 )
                 return
             init = await self.initialize(wire, self.version)
-            if _res(init) is None:
+            if result_of(init) is None:
                 r.fail(
                     "S021",
-                    f"after a request before initialize, initialize failed: {_short(init.raw if init else None)}",
+                    f"after a request before initialize, initialize failed: {shortened(init.raw if init else None)}",
                 )
             else:
                 r.ok("S021", f"a request before initialize -> {resp.short(100)}; initialize then worked", "lifecycle")
@@ -83,7 +83,7 @@ class RuleChecks(CheckerBase):
         try:
             caps = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {}}
             resp = await self.initialize(wire, self.version, initialized=False, capabilities=caps)
-            if _res(resp) is None:
+            if result_of(resp) is None:
                 return
             await asyncio.sleep(EARLY_WAIT)
             early = [i for i in wire.server_requests if isinstance(i.data, dict) and i.data.get("method") != "ping"]
@@ -122,7 +122,7 @@ class RuleChecks(CheckerBase):
             except WireClosed as exc:
                 if not wire.alive:  # (the server hung up)
                     raise
-                refused = f"refused ({_short(str(exc), 100)})"  # (a POST answered 400): the session stays
+                refused = f"refused ({shortened(str(exc), 100)})"  # (a POST answered 400): the session stays
             else:
                 t0 = time.monotonic()
                 window = min(self.timeout, 5.0)
@@ -143,7 +143,7 @@ class RuleChecks(CheckerBase):
                 wire.forget(rid)
                 wire.forget(None)
             after = await (follow if follow is not None else self.initialize(wire, V2025_03_26))
-            if _res(after) is not None or reply is not None:
+            if result_of(after) is not None or reply is not None:
                 dropped = "no answer" + (" (the initialize sent after it was answered first)" if follow else "")
                 what = reply.short(100) if reply is not None else refused or dropped
                 r.ok("S021", f"initialize inside a batch -> {what}; the server went on", "initialize in a batch")
@@ -177,7 +177,7 @@ class RuleChecks(CheckerBase):
             resp = await self.call(wire, "tools/call", {"name": tool["name"], "arguments": args}, timeout=wait)
             if resp is None:
                 unanswered.append(str(tool["name"]))
-            res = _res(resp)
+            res = result_of(resp)
             if wire.modern_meta is None or res is None or res.get("resultType") != "input_required":
                 continue
             declared = wire.modern_meta.get(META_CLIENT_CAPABILITIES) or {}
@@ -189,7 +189,7 @@ class RuleChecks(CheckerBase):
                     self.report.fail(
                         "S018",
                         f"tools/call {tool['name']} asks for {method} ({key}) of a client that declared "
-                        f"no '{cap}': {_short(res, 160)}",
+                        f"no '{cap}': {shortened(res, 160)}",
                         "capabilities",
                     )
                     break
@@ -215,7 +215,7 @@ class RuleChecks(CheckerBase):
             return
         try:
             resp = await self.initialize(wire, self.version, capabilities={})
-            if _res(resp) is None:
+            if result_of(resp) is None:
                 return
             wait = self.timeout * PROBE_CALL_WAIT
             for tool in asking:

@@ -19,9 +19,9 @@ from ..wire import Wire, WireClosed, server_argv
 from ..wire_http import HttpWire
 from ._base import (
     CLIENT_INFO,
-    _code,
-    _res,
-    _short,
+    error_code,
+    result_of,
+    shortened,
 )
 from .auth import AuthChecks
 from .envelope import EnvelopeChecks
@@ -80,9 +80,9 @@ class Checker(
                 wire = await self.open_wire()
             except (OSError, ValueError) as exc:
                 if self.transport != "stdio":  # (legacy SSE, WebSocket) refused, or no stream or handshake there
-                    r.info["no MCP endpoint"] = _short(str(exc), 200)
+                    r.info["no MCP endpoint"] = shortened(str(exc), 200)
                     r.info["aborted"] = (
-                        f"no MCP endpoint at {self.target}: {_short(str(exc), 200)}; nothing was checked"
+                        f"no MCP endpoint at {self.target}: {shortened(str(exc), 200)}; nothing was checked"
                     )
                     return r
                 r.fail("M013", f"could not start the server: {exc}", "launch")
@@ -169,7 +169,7 @@ class Checker(
                         f"connected at {client.protocol_version}; {len(tools)} tool(s), {len(prompts)} prompt(s)"
                     )
         except Exception as exc:  # report it; the raw checks above are the verdict
-            self.report.info["mcpkit client"] = f"failed: {type(exc).__name__}: {_short(str(exc), 200)}"
+            self.report.info["mcpkit client"] = f"failed: {type(exc).__name__}: {shortened(str(exc), 200)}"
 
     async def check_modern(self) -> None:
         """If the server offers 2026-07-28 (``server/discover``), run the feature checks again in a stateless
@@ -188,7 +188,7 @@ class Checker(
         r.prefix = f"[{V2026_07_28}] "
         try:
             resp = await self.call(wire, "server/discover", {})
-            res = _res(resp)
+            res = result_of(resp)
             versions = res.get("supportedVersions") if res else None
             if res is None or not isinstance(versions, list) or V2026_07_28 not in versions:
                 r.info[V2026_07_28] = f"not offered (server/discover -> {resp.short(120) if resp else 'no response'})"
@@ -205,7 +205,7 @@ class Checker(
             await self.check_modern_version(wire)
             await self.check_modern_http(wire)
             resp = await self.call(wire, "mcpkit-check/no-such-method", {})
-            if _code(resp) == -32601:
+            if error_code(resp) == -32601:
                 r.ok("S021", "unknown method -> -32601 Method not found", "unknown method")
             else:
                 r.fail("S021", f"unknown method not answered with -32601: {resp.short() if resp else 'no response'}")

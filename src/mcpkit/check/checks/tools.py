@@ -6,14 +6,14 @@ from typing import Any
 
 from ..wire import Incoming, Wire
 from ._base import (
-    _UNSAFE_TOOL,
     JSON,
+    UNSAFE_TOOL,
     CheckerBase,
-    _code,
-    _err,
-    _res,
-    _short,
+    error_code,
+    error_of,
+    result_of,
     sample_arguments,
+    shortened,
 )
 
 
@@ -24,7 +24,7 @@ class ToolChecks(CheckerBase):
         r = self.report
         resp = await self.call(wire, "tools/list", {})
         self.capability_matches("M065", "tools", "tools/list", resp)
-        if _res(resp) is None:
+        if result_of(resp) is None:
             for req in ("M066", "M067", "M068", "M069", "A020"):
                 r.skip(req, "the server offers no tools")
             return
@@ -33,7 +33,7 @@ class ToolChecks(CheckerBase):
         bad, undescribed = [], []
         for tool in tools:
             if not isinstance(tool, dict):
-                bad.append(f"not an object: {_short(tool)}")
+                bad.append(f"not an object: {shortened(tool)}")
                 continue
             # every revision's schema.ts: `name` and `inputSchema` are required, `description?` is optional: a tool
             # without one is valid (a warning, as M067's words ask for it), one that is not a string is malformed
@@ -80,21 +80,24 @@ class ToolChecks(CheckerBase):
             self.progress_tokens[token] = resp
             self.judge_call(tool["name"], args, resp)
         resp = await self.call(wire, "tools/call", {"name": "mcpkit-check-no-such-tool", "arguments": {}})
-        if resp is not None and (_err(resp) is not None or (_res(resp) or {}).get("isError") is True):
-            r.ok("S021", f"calling an unknown tool -> {'error ' + str(_code(resp)) if _err(resp) else 'isError'}")
+        if resp is not None and (error_of(resp) is not None or (result_of(resp) or {}).get("isError") is True):
+            r.ok(
+                "S021",
+                f"calling an unknown tool -> {'error ' + str(error_code(resp)) if error_of(resp) else 'isError'}",
+            )
         elif resp is not None:
             r.fail("S021", f"calling an unknown tool succeeded: {resp.short()}", "unknown tool")
 
     def judge_call(self, name: str, args: JSON, resp: Incoming | None) -> None:
         r = self.report
-        label = f"tools/call {name} {_short(args, 60)}"
+        label = f"tools/call {name} {shortened(args, 60)}"
         if resp is None:
             r.fail("M068", f"{label}: no response within {self.timeout * 2:.0f}s", "tools/call")
             return
-        res = _res(resp)
+        res = result_of(resp)
         if res is None:
             # a protocol error for our synthesized arguments is not a shape fault
-            r.skip("M068", f"{label} -> error {_code(resp)} (arguments we guessed may be wrong)", "tools/call")
+            r.skip("M068", f"{label} -> error {error_code(resp)} (arguments we guessed may be wrong)", "tools/call")
             return
         if res.get("resultType") == "input_required":
             r.skip("M068", f"{label} asks the client for input first (input_required)", "tools/call")
@@ -122,7 +125,7 @@ def _looks_safe(tool: dict[str, Any]) -> bool:
     nor a long wait), and its annotations do not say it changes things: a tool declared destructive
     (``destructiveHint: true``) or not read-only (``readOnlyHint: false``) is never called, whatever its name."""
     name = tool.get("name")
-    if not isinstance(name, str) or _UNSAFE_TOOL.search(name):
+    if not isinstance(name, str) or UNSAFE_TOOL.search(name):
         return False
     hints = tool.get("annotations")
     if not isinstance(hints, dict):

@@ -9,11 +9,11 @@ from typing import Any
 
 from ..wire import Incoming, Wire
 from ._base import (
-    _SLOW_TOOL,
+    SLOW_TOOL,
     CheckerBase,
-    _res,
-    _short,
+    result_of,
     sample_arguments,
+    shortened,
 )
 
 CANCEL_WATCH = 2.5  # seconds the checker watches a cancelled request for a response or more progress (at most)
@@ -26,7 +26,7 @@ class UtilityChecks(CheckerBase):
     async def check_cancellation(self, wire: Wire) -> None:
         r = self.report
         slow = next(
-            (t for t in self.tools if isinstance(t, dict) and _SLOW_TOOL.search(str(t.get("name")))),
+            (t for t in self.tools if isinstance(t, dict) and SLOW_TOOL.search(str(t.get("name")))),
             None,
         )
         if slow is None:
@@ -48,8 +48,8 @@ class UtilityChecks(CheckerBase):
         )
         await asyncio.sleep(0.6)
         if fut.done():
-            r.skip("S027", f"{slow['name']} {_short(args)} finished before it could be cancelled")
-            r.skip("SX12", f"{slow['name']} {_short(args)} finished before it could be cancelled")
+            r.skip("S027", f"{slow['name']} {shortened(args)} finished before it could be cancelled")
+            r.skip("SX12", f"{slow['name']} {shortened(args)} finished before it could be cancelled")
             self.progress_tokens[token] = fut.result()
             return
         cancelled_at = time.monotonic()
@@ -76,7 +76,7 @@ class UtilityChecks(CheckerBase):
         if answer is not None and not ended_without_response:
             after = answer.at - cancelled_at
             answered_late = wire.incoming.index(answer) > mark if answer in wire.incoming else after > CANCEL_SLACK
-            if _res(answer) is not None and answered_late:
+            if result_of(answer) is not None and answered_late:
                 r.fail(
                     "S027",
                     f"{slow['name']} was answered {after:.1f}s after notifications/cancelled with its result (it kept "
@@ -89,7 +89,7 @@ class UtilityChecks(CheckerBase):
         elif len(late) >= 2:
             r.fail(
                 "S027",
-                f"tools/call {slow['name']} {_short(args)} with progressToken {token!r}, cancelled after "
+                f"tools/call {slow['name']} {shortened(args)} with progressToken {token!r}, cancelled after "
                 f"{cancelled_at - t0:.1f}s: {len(late)} progress notification(s) after the cancellation was read: "
                 f"{late[0].short()}",
                 "cancellation",
@@ -98,7 +98,8 @@ class UtilityChecks(CheckerBase):
             until = f"until its response stream was closed ({watched:.1f}s)" if ended_without_response else ""
             r.ok(
                 "S027",
-                f"{slow['name']} {_short(args)} cancelled after {cancelled_at - t0:.1f}s: no response and no progress "
+                f"{slow['name']} {shortened(args)} cancelled after {cancelled_at - t0:.1f}s: "
+                + "no response and no progress "
                 + (until or f"in the next {CANCEL_WATCH:g}s"),
                 "cancellation",
             )
@@ -106,7 +107,7 @@ class UtilityChecks(CheckerBase):
             r.ok("SX12", f"no response to the cancelled {slow['name']} {quiet}", "cancellation")
         wire.forget(rid)
         ping = await self.call(wire, "ping")
-        if _res(ping) is None:
+        if result_of(ping) is None:
             r.fail("S027", "the server stopped answering pings after a cancellation", "cancellation")
 
     def check_progress(self, wire: Wire) -> None:
@@ -150,7 +151,7 @@ class UtilityChecks(CheckerBase):
                     r.ok("M086", f"progress for {token!r} only while its request was active", "progress")
             params0 = notes[-1].data["params"]
             if "total" in params0 or "message" in params0:
-                r.ok("A025", f"progress carries total/message: {_short(params0)}", "progress")
+                r.ok("A025", f"progress carries total/message: {shortened(params0)}", "progress")
 
     def check_list_changed(self, wire: Wire) -> None:
         r = self.report

@@ -384,7 +384,7 @@ async def transport_of(client: httpx.AsyncClient, app: Any) -> InProcessTranspor
 def in_process(cls: Any, app: Any, spec: Any, client: httpx.AsyncClient | None, options: dict[str, Any]) -> Any:
     """What ``MCPKit.from_asgi`` builds (see it): the MCP app, its client on ``app``'s transport, ``app``'s
     lifespan one of the MCP app's."""
-    from .build import _joined
+    from .build import joined
     from .document import Document, load
 
     asgi_app: ASGIApp = app
@@ -401,7 +401,7 @@ def in_process(cls: Any, app: Any, spec: Any, client: httpx.AsyncClient | None, 
     if client is None:
         client = httpx.AsyncClient(transport=transport, base_url=INTERNAL_ORIGIN)
     doc = Document(load(spec))
-    base_url = _joined(INTERNAL_ORIGIN, doc.server_url())
+    base_url = joined(INTERNAL_ORIGIN, doc.server_url())
     transport.root_path = urlsplit(base_url).path.rstrip("/")
     built = cls.from_openapi(doc.raw, client=client, base_url=base_url, **options)
     title = doc.raw.get("info", {}).get("title") if isinstance(doc.raw.get("info"), dict) else None

@@ -21,7 +21,7 @@ JSONDict = dict[str, Any]
 _VAR = re.compile(r"[^A-Za-z0-9_]+")
 
 
-def _joined(client_base: str, server: str | None) -> str:
+def joined(client_base: str, server: str | None) -> str:
     """The client's base URL with the document's server URL resolved against it when that is a relative one
     (``/v3``: OpenAPI reads it relative to where the document is; here, the API the client is given); the
     client's as it is otherwise, or when it already ends with that path (``https://host/v3``)."""
@@ -55,7 +55,7 @@ def populate(
     """Register on ``app`` a component per operation of ``spec`` that the route rules expose; the operations
     registered (see ``MCPKit.from_openapi`` for the options)."""
     doc = document if document is not None else Document(load(spec))
-    base = base_url or _joined(str(client.base_url or ""), doc.server_url()) or doc.server_url()
+    base = base_url or joined(str(client.base_url or ""), doc.server_url()) or doc.server_url()
     if not base:
         raise OpenAPIError("no base URL: give base_url=, a client with base_url=, or a document with 'servers'")
     try:

@@ -15,7 +15,7 @@ import base64
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import InternalError, ResourceNotFound
-from ..resources import Resource, ResourceTemplate, _ResourceBase
+from ..resources import Resource, ResourceBase, ResourceTemplate
 from ..tools import SchemaTool, error_result
 from ..uri_template import UriTemplate
 from .http import Answer, APIError, Caller
@@ -173,9 +173,9 @@ class OpenAPIResource(Resource):
         return _contents(answer, self.uri, self.operation)
 
 
-def _describe_as(component: _ResourceBase, op: Operation) -> None:
+def _describe_as(component: ResourceBase, op: Operation) -> None:
     """Name and describe a resource or template after its operation (no title, icons or annotations)."""
-    _ResourceBase.__init__(
+    ResourceBase.__init__(
         component,
         name=op.name,
         title=None,
