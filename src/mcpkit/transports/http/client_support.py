@@ -2,7 +2,8 @@
 (:mod:`.streamable_client`): the response interface both HTTP engines give (httpx and :mod:`.lite`), which engine a
 URL gets (:func:`fast_path_applies`) and the two engines behind one object (:class:`HTTPEngine`), the errors the
 transport raises, one request's POST exchange, the reconnection policy (:class:`Backoff`), the 2026-07-28 headers
-that mirror a request's body (:class:`ModernHeaders`), and the readers of an answer's bytes. Public names are
+that mirror a request's body (:class:`ModernHeaders`), the readers of an answer's bytes, and the two kinds of SSE
+stream: the standalone GET (:class:`StandaloneStream`) and the POSTs' answers (:class:`PostStreams`). Public names are
 re-exported by :mod:`.streamable_client`, their import path.
 """
 
@@ -455,7 +456,7 @@ class StandaloneStream:
         self.deliver: Callable[[bytes], Awaitable[None]] = deliver
         self.answered: asyncio.Event = asyncio.Event()  # the GET was answered (any status) or failed, or ended
         self.initialized: asyncio.Event = asyncio.Event()  # notifications/initialized was posted
-        self.refused = False  # the server refused the GET sent before notifications/initialized; sent again after
+        self.refused: bool = False  # the server refused the GET sent before notifications/initialized; sent again after
         self.deadline: float | None = None  # (loop time) the end of the session's wait for the GET's answer
         self.task: asyncio.Task[None] | None = None
 
@@ -565,3 +566,87 @@ class StandaloneStream:
             if failures > self.max_reconnects:
                 return
             await asyncio.sleep(self.backoff.wait(decoder.retry, failures))
+
+
+class PostStreams:
+    """The SSE streams that answer the transport's POSTs (:meth:`read`, one each). Every event goes to ``deliver``;
+    a server's message with the origin of the request whose stream it came on (see :class:`Relations`). A stream that
+    ends before its request's answer is resumed with a GET and ``Last-Event-ID`` while ``headers(accept)`` gives the
+    headers of a GET (None once the session ended or the transport closed), backing off (``backoff``; an event does
+    not reset the attempt count, so a server that ends every stream after one event, ``retry: 0``, gets at most
+    ``max_reconnects`` GETs). A request whose answer can no longer come gets ``fail(rid, message)``; once
+    ``closed()`` nothing is resumed or failed."""
+
+    __slots__ = ("backoff", "closed", "deliver", "engine", "fail", "headers", "max_reconnects", "relations")
+
+    def __init__(
+        self,
+        engine: HTTPEngine,
+        backoff: Backoff,
+        max_reconnects: int,
+        relations: Relations,
+        headers: Callable[[str], dict[str, str] | None],
+        deliver: Callable[[bytes, object], Awaitable[None]],
+        fail: Callable[[Any, str], Awaitable[None]],
+        closed: Callable[[], bool],
+    ) -> None:
+        self.engine: HTTPEngine = engine
+        self.backoff: Backoff = backoff
+        self.max_reconnects: int = max_reconnects
+        self.relations: Relations = relations
+        self.headers: Callable[[str], dict[str, str] | None] = headers
+        self.deliver: Callable[[bytes, object], Awaitable[None]] = deliver
+        self.fail: Callable[[Any, str], Awaitable[None]] = fail
+        self.closed: Callable[[], bool] = closed
+
+    async def read(self, resp: HTTPResponse, rid: Any, exchange: Exchange | None) -> None:
+        """Read one POST's stream (``rid``: the request it answers, None for a notification's), resuming it until
+        the answer to ``rid`` arrived."""
+        decoder = SSEDecoder(self.engine.max_message_size)
+        origin = exchange.origin if exchange is not None else None
+        attempts = 0
+        opened = time.monotonic()
+        ended = "the SSE stream ended before the response arrived"
+        while True:
+            got = False
+            try:
+                async for ev in sse_events(resp, decoder):
+                    if ev.data:
+                        if rid is not None and answers_request(ev.data, rid):
+                            got = True
+                        elif origin is not None:  # (see Relations)
+                            self.relations.note(ev.data, origin)
+                        await self.deliver(ev.data, None if got else origin)
+            except SSEEventTooLarge:
+                await resp.aclose()
+                if rid is not None:
+                    await self.fail(rid, ResponseTooLarge(self.engine.max_message_size, "SSE event").message)
+                return
+            except IO_ERRORS as exc:
+                logger.debug("SSE stream for %r broke: %s", rid, exc)
+            finally:
+                await resp.aclose()
+            if got or rid is None or self.closed() or (exchange is not None and exchange.cancelled):
+                return
+            last_id = decoder.last_event_id
+            if not last_id or attempts >= self.max_reconnects or self.headers("text/event-stream") is None:
+                await self.fail(rid, ended)
+                return
+            attempts = self.backoff.attempts_after(attempts, opened)
+            await asyncio.sleep(self.backoff.wait(decoder.retry, attempts))
+            headers = self.headers("text/event-stream")
+            if headers is None:  # the session ended, or the transport closed, while it waited
+                if not self.closed():
+                    await self.fail(rid, ended)
+                return
+            headers["last-event-id"] = last_id
+            opened = time.monotonic()
+            try:
+                resp = await self.engine.open("GET", headers)
+            except IO_ERRORS:
+                continue
+            if resp.status_code != 200:
+                await resp.aclose()
+                await self.fail(rid, f"could not resume the SSE stream (HTTP {resp.status_code})")
+                return
+            decoder.new_stream()

@@ -40,7 +40,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -62,21 +61,18 @@ from .client_support import (
     Backoff,
     Exchange,
     HTTPEngine,
-    HTTPResponse,
     HTTPTransportError,
     ModernHeaders,
+    PostStreams,
     Relations,
     ResponseTooLarge,
     StandaloneStream,
-    answers_request,
     fast_path_applies,
     holds_answer,
     initialize_answer,
     json_rpc_error,
-    sse_events,
     wake,
 )
-from .sse_decoder import SSEDecoder, SSEEventTooLarge
 
 logger: logging.Logger = logging.getLogger("mcpkit.http.client")
 
@@ -161,6 +157,16 @@ class StreamableHTTPClientTransport(BaseConnection):
         self._init_id: Any = None
         self._exchanges: dict[Any, Exchange] = {}
         self.relations: Relations = Relations()  # the server's requests, by the request they arrived on
+        self._streams = PostStreams(
+            self.engine,
+            self.backoff,
+            max_reconnects,
+            self.relations,
+            self._live_headers,
+            self._deliver,
+            self._fail,
+            lambda: self._closed,
+        )
         self._expired: str | None = None  # a session found gone by a background exchange: raise on next send
         self._closed = False
         self._fail_request: Callable[[Any, BaseException], None] | None = None
@@ -323,11 +329,11 @@ class StreamableHTTPClientTransport(BaseConnection):
             ctype = resp.headers.get("content-type", "").split(";", 1)[0].strip().lower()
             if ctype == "text/event-stream":
                 if exchange is None:
-                    self._spawn(self._read_post_stream(resp, rid, None))
+                    self._spawn(self._streams.read(resp, rid, None))
                 else:
                     if not exchange.streaming.done():
                         exchange.streaming.set_result(None)  # the answer is on its way: send() may return
-                    await self._read_post_stream(resp, rid, exchange)
+                    await self._streams.read(resp, rid, exchange)
                 return
             body = await self.engine.read_body(resp)
             if rid is not None and not holds_answer(body, rid):
@@ -421,56 +427,6 @@ class StreamableHTTPClientTransport(BaseConnection):
 
     def related_message(self) -> object | None:
         return self.relations.last
-
-    async def _read_post_stream(self, resp: HTTPResponse, rid: Any, exchange: Exchange | None) -> None:
-        """Read one POST's SSE stream; resume via GET + Last-Event-ID until the response to ``rid`` arrives.
-
-        Resumption backs off (:class:`.client_support.Backoff`): an event on a stream does not reset the attempt
-        count, so a server that ends every stream after one event (``retry: 0``) gets at most ``max_reconnects``
-        GETs."""
-        decoder = SSEDecoder(self.max_message_size)
-        origin = exchange.origin if exchange is not None else None
-        attempts = 0
-        opened = time.monotonic()
-        while True:
-            got = False
-            try:
-                async for ev in sse_events(resp, decoder):
-                    if ev.data:
-                        if rid is not None and answers_request(ev.data, rid):
-                            got = True
-                        elif origin is not None:  # (see Relations)
-                            self.relations.note(ev.data, origin)
-                        await self._deliver(ev.data, None if got else origin)
-            except SSEEventTooLarge:
-                await resp.aclose()
-                if rid is not None:
-                    await self._fail(rid, ResponseTooLarge(self.max_message_size, "SSE event").message)
-                return
-            except IO_ERRORS as exc:
-                logger.debug("SSE stream for %r broke: %s", rid, exc)
-            finally:
-                await resp.aclose()
-            if got or rid is None or self._closed or (exchange is not None and exchange.cancelled):
-                return
-            last_id = decoder.last_event_id
-            if not last_id or attempts >= self.max_reconnects or self.session_id is None:
-                await self._fail(rid, "the SSE stream ended before the response arrived")
-                return
-            attempts = self.backoff.attempts_after(attempts, opened)
-            await asyncio.sleep(self.backoff.wait(decoder.retry, attempts))
-            headers = self._headers("text/event-stream")
-            headers["last-event-id"] = last_id
-            opened = time.monotonic()
-            try:
-                resp = await self.engine.open("GET", headers)
-            except IO_ERRORS:
-                continue
-            if resp.status_code != 200:
-                await resp.aclose()
-                await self._fail(rid, f"could not resume the SSE stream (HTTP {resp.status_code})")
-                return
-            decoder.new_stream()
 
     async def _fail(self, rid: Any, message: str, code: int = INTERNAL_ERROR) -> None:
         err = {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
