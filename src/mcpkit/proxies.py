@@ -282,7 +282,7 @@ class ProxyServer(ClientWatches):
                 for u in self.upstreams
             )
         ):
-            self.resource_subscriptions = False
+            self.resource_subscriptions: bool = False
         self.logging_enabled: bool = missing or any("logging" in u.capabilities for u in self.upstreams)
         self._relay_extensions()
         self._caps_cache.clear()

@@ -93,7 +93,7 @@ class Upstream(UpstreamPool):
         self.instructions = client.instructions
         self.modern = client.modern
         transport = client.session.conn
-        self.relates = isinstance(transport, BaseConnection) and transport.relates_requests
+        self.relates: bool = isinstance(transport, BaseConnection) and transport.relates_requests
         if self.modern:  # list changes reach a 2026-07-28 client only on a listen stream: hold one, relay them
             kinds = {
                 k: isinstance(self.capabilities.get(k), dict) and bool(self.capabilities[k].get("listChanged"))

@@ -199,8 +199,9 @@ class OAuthClient(RegistrationMixin, httpx.Auth):
         self.max_document_size = max_document_size
         if grant_type not in _GRANTS:
             raise ValueError("grant_type must be 'authorization_code', 'client_credentials' or 'jwt_bearer'")
-        self.grant_type = grant_type = _GRANTS[grant_type]
-        self.private_key = SigningKey.load(private_key) if private_key is not None else None
+        self.grant_type: str = _GRANTS[grant_type]
+        grant_type = self.grant_type
+        self.private_key: SigningKey | None = SigningKey.load(private_key) if private_key is not None else None
         self.assertion = assertion
         if dpop not in (True, False, "auto") and not isinstance(dpop, SigningKey):
             raise ValueError("dpop must be 'auto', True, False or a SigningKey")

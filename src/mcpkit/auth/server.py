@@ -235,16 +235,18 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
                 return "test-user"
 
             approver = approve_all
-        self.approver = approver
-        self.scopes_supported = list(scopes_supported) if scopes_supported is not None else None
+        self.approver: Approver | None = approver
+        self.scopes_supported: list[str] | None = list(scopes_supported) if scopes_supported is not None else None
         self.default_scopes: list[str] = list(default_scopes)
-        self.storage = storage
+        self.storage: AuthStorage = storage
         self.access_token_ttl = access_token_ttl
         self.refresh_token_ttl = refresh_token_ttl
         self.code_ttl = code_ttl
         self.serve_metadata = metadata
         self.registration = registration
-        self.registration_scopes = list(registration_scopes) if registration_scopes is not None else None
+        self.registration_scopes: list[str] | None = (
+            list(registration_scopes) if registration_scopes is not None else None
+        )
         self.registration_client_credentials = registration_client_credentials
         self.max_client_metadata = max_client_metadata
         self.max_dynamic_clients = max_dynamic_clients
@@ -260,14 +262,14 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
             from .dpop import DPoPVerifier
 
             dpop = DPoPVerifier(clock=clock)
-        self.dpop = dpop or None
-        self.assertion_verifiers = {}
+        self.dpop: DPoPVerifier | None = dpop or None
+        self.assertion_verifiers: dict[str, JWTVerifier] = {}
         for verifier in assertion_issuers:
             if not verifier.issuer:
                 raise ValueError("every assertion issuer's JWTVerifier needs its issuer")
             self.assertion_verifiers[verifier.issuer] = verifier
         self.max_assertion_lifetime = max_assertion_lifetime
-        self.replay_cache = replay_cache if replay_cache is not None else InMemoryReplayCache(clock=clock)
+        self.replay_cache: ReplayCache = replay_cache if replay_cache is not None else InMemoryReplayCache(clock=clock)
         self.client_metadata_documents = client_metadata_documents
         self.allow_private_network = allow_private_network
         self.max_client_document = max_client_document

@@ -68,7 +68,7 @@ from .upstream_state import (
 if TYPE_CHECKING:
     from .verifiers import AccessToken
 
-logger = logging.getLogger(__name__)
+logger: logging.Logger = logging.getLogger(__name__)
 
 __all__ = [
     "MAX_CONSENT_PAGES",

@@ -22,7 +22,7 @@ import orjson
 from .upstream import UpstreamError, UpstreamProvider, UpstreamTokens
 from .upstream_state import InMemoryUpstreamState, RefreshLeaseStorage, Sealer, UpstreamStateStorage, state_key
 
-logger = logging.getLogger(__name__)
+logger: logging.Logger = logging.getLogger(__name__)
 
 __all__ = ["REFRESH_LEASE_MARGIN", "UpstreamTokenKeeper"]
 

@@ -35,7 +35,7 @@ from .._asgi import Receive
 from .upstream import UpstreamError, UpstreamProvider, UpstreamTokens
 from .upstream_state import InMemoryUpstreamState, RevocationRecordStorage, Sealer, state_key
 
-logger = logging.getLogger(__name__)
+logger: logging.Logger = logging.getLogger(__name__)
 
 __all__ = [
     "MAX_REVOCATION_RECORDS",

@@ -301,6 +301,8 @@ class ConnectionWire(Wire):
     frames). One JSON-RPC message per line, event or frame, each recorded raw; what the connection refuses as too
     large is recorded as :data:`OVERSIZED`."""
 
+    raw_unanswered: int
+
     def __init__(self, transport: str, conn: Any) -> None:
         super().__init__()
         self.transport = transport

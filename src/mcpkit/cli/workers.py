@@ -49,7 +49,7 @@ class Listeners:
         if self.reuseport and port:
             self._probe(port)
         self.first: socket.socket | None = self._make(port)
-        self.address = self.first.getsockname()
+        self.address: tuple[str, int] = self.first.getsockname()
         self._shared = None if self.reuseport else self.first
 
     def _make(self, port: int) -> socket.socket:

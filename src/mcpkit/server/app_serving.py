@@ -58,6 +58,8 @@ class AppServing(Server):
     """What an :class:`~mcpkit.server.app.MCPKit` does while it serves (a base class of it; see the module
     docstring): answering from its registries, announcing their changes, holding its lifespan."""
 
+    handlers_version: int
+
     if TYPE_CHECKING:  # made by MCPKit.__init__
         debug: bool
         page_sizes: dict[str, int]

@@ -243,7 +243,7 @@ class MountedTool(Tool):
         self.unlisted = unlisted
         self.info: _MountedInfo = _MountedInfo(inner.info, mount)  # type: ignore[assignment]
         if mount.prefix is not None:  # (its view is served under the prefix too: the link names it there)
-            self.meta = relinked_tool_meta(inner.meta, lambda uri: prefixed_uri(mount.prefix, uri))
+            self.meta: JSONDict | None = relinked_tool_meta(inner.meta, lambda uri: prefixed_uri(mount.prefix, uri))
 
     @property
     def returns(self) -> Any:

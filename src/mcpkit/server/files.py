@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from .lifespan import LifespanHolder
 
 JSONDict = dict[str, Any]
-logger = logging.getLogger("mcpkit.server.files")
+logger: logging.Logger = logging.getLogger("mcpkit.server.files")
 
 DEFAULT_MAX_FILES = 10_000
 DEFAULT_MAX_FILE_SIZE = DEFAULT_FILE_BYTES

@@ -426,6 +426,8 @@ class SchemaTool(Tool):
         if not callable(caller):
             raise TypeError(f"tool {name!r}: the caller must be a function of (arguments, ctx), not {caller!r:.100}")
         self.name = name
+        self.task_support: str | None
+        self.thread: bool | None
         self.task_support, self.thread = task_and_thread(task, thread)
         self._inputs = schema_validator(input_schema, f"tool {name!r}: the input schema")
         self._outputs = schema_validator(output_schema, f"tool {name!r}: the output schema") if output_schema else None

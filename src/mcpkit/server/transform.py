@@ -46,6 +46,7 @@ from .tools import Tool, error_result, internal_error_message
 
 if TYPE_CHECKING:
     from .context import Context
+    from .sync_exec import SyncPolicy
 
 JSONDict = dict[str, Any]
 _MISSING: Any = object()
@@ -167,9 +168,9 @@ class TransformedTool(Tool):
         self.icons: list[Any] | None = original.icons
         self.meta: JSONDict | None = meta if meta is not None else original.meta
         self.thread: None = None
-        self.sync = None
-        self.task_support = original.task_support
-        self.fn = fn if fn is not None else original.fn
+        self.sync: SyncPolicy | None = None
+        self.task_support: str | None = original.task_support
+        self.fn: Callable[..., Any] = fn if fn is not None else original.fn
         self._structured_output = None
         self._args = dict(args)
         schema = copy.deepcopy(original.input_schema)
@@ -228,8 +229,8 @@ class TransformedTool(Tool):
         else:
             self._returns = None
         self.info: _Info = _Info(schema, context_param, is_async, self.description)  # type: ignore[assignment]
-        self.tags = original.tags if tags is None else tags
-        self.scopes = original.scopes
+        self.tags: frozenset[str] = original.tags if tags is None else tags
+        self.scopes: tuple[str, ...] = original.scopes
         self.debug: bool = original.debug
         Listed.__init__(self)
 

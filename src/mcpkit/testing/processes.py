@@ -54,7 +54,8 @@ class StartWait:
 
     def __init__(self, pid: int, timeout: float, *, idle: float = START_IDLE, most: float = START_MOST) -> None:
         self.pid = pid
-        self.started = self._worked = time.monotonic()
+        self.started: float = time.monotonic()
+        self._worked = self.started
         self.timeout = timeout
         self.idle = idle
         self.most = most

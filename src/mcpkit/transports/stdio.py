@@ -135,7 +135,7 @@ class StdioServerTransport(BaseConnection):
         guard_stdout: redirect fd 1 to stderr after taking a private copy for the protocol (recommended).
     """
 
-    network = "pipe"
+    network: str | None = "pipe"
 
     def __init__(
         self,

@@ -9,6 +9,7 @@ from typing import Any
 
 from ...protocol.versions import (
     LATEST_HANDSHAKE,
+    Features,
     features,
 )
 from ..report import Report
@@ -164,7 +165,7 @@ class CheckerBase:
         self.wires: list[Wire] = []
         self.answered_versions: dict[str, str] = {}  # requested -> answered
         self.caps: JSON = {}
-        self.feats = features(LATEST_HANDSHAKE)
+        self.feats: Features = features(LATEST_HANDSHAKE)
         self.tools: list[Any] = []
         self.prompts: list[Any] = []
         self.templates: list[Any] = []

@@ -18,6 +18,7 @@ from ...protocol.versions import (
     V2025_03_26,
     V2025_06_18,
     V2026_07_28,
+    Features,
     features,
 )
 from ..wire import Incoming, StdioWire, Wire, WireClosed
@@ -25,6 +26,7 @@ from ..wire_http import NOT_AUTHORIZED, HttpExchange, HttpWire
 from ._base import (
     ALL_CLIENT_CAPABILITIES,
     CLIENT_INFO,
+    JSON,
     UNKNOWN_VERSION,
     CheckerBase,
     error_code,
@@ -78,6 +80,9 @@ def _not_mcp(ex: HttpExchange | None) -> str | None:
 
 class LifecycleChecks(CheckerBase):
     """The handshake, version negotiation, batches (2025-03-26), ping/ids/errors and malformed input."""
+
+    caps: JSON
+    feats: Features
 
     async def no_mcp_endpoint(self, wire: HttpWire) -> str | None:
         """What the URL answered when it has no MCP endpoint: the initialize POST and a ``server/discover`` POST

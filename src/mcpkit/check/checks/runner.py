@@ -12,6 +12,7 @@ from ...protocol.versions import (
     META_CLIENT_INFO,
     META_PROTOCOL_VERSION,
     V2026_07_28,
+    Features,
     features,
 )
 from ..report import Report
@@ -19,6 +20,7 @@ from ..wire import Wire, WireClosed, server_argv
 from ..wire_http import HttpWire
 from ._base import (
     CLIENT_INFO,
+    JSON,
     error_code,
     result_of,
     shortened,
@@ -61,6 +63,13 @@ class Checker(
     ModernChecks,
 ):
     """Runs every check against one target (a command line, or an http(s)/ws(s) URL)."""
+
+    caps: JSON
+    feats: Features
+    tools: list[Any]
+    prompts: list[Any]
+    templates: list[Any]
+    progress_tokens: dict[str, Any]
 
     first_session_id: str | None = None
 

@@ -20,11 +20,14 @@ import sys
 import time
 from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...transports.http.headers import decode_header_value
 from ..wire import MAX_MESSAGE
 from .scripted import Conn, Entry, ScriptedServer, TooMany, parse
+
+if TYPE_CHECKING:
+    from ...transports.http.security import RequestCheck
 
 RELAY = Path(__file__).with_name("relay.py")
 RELAY_FRAME = 8 * MAX_MESSAGE  # a relay frame: one line of the client, JSON-escaped (latin-1: up to 6 bytes a byte)
@@ -156,11 +159,11 @@ class HttpHost:
         self.server = server
         self.requested_port = port
         self.url: str = ""
-        self.policy = make_request_check(None, None)  # localhost names and origins only
+        self.policy: RequestCheck = make_request_check(None, None)  # localhost names and origins only
         self.sessions: dict[str, _Session] = {}
         self.loose: Conn | None = None  # requests that came without a session id
         self.modern: Conn | None = None  # the stateless (2026-07-28) requests
-        self.expired = False  # the expiry scenario ended the first session already
+        self.expired: bool = False  # the expiry scenario ended the first session already
         self._uv: Any = None
         self._task: asyncio.Task[Any] | None = None
         self._stopping = False

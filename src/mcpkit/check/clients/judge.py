@@ -14,7 +14,7 @@ from ...protocol.versions import ALL_VERSIONS, LATEST_HANDSHAKE, V2025_03_26
 from ..jsonrpc_rules import judge_envelope, judge_error, names_itself
 from ..report import Report
 from .judge_transport import TransportRules
-from .scripted import ASK_TIMEOUT, Conn, ScriptedServer
+from .scripted import ASK_TIMEOUT, Conn, Scenario, ScriptedServer
 from .traffic import JSON, is_modern, items, notifications_of, obj, requests_of, short
 
 # a request the client declared it serves -> (the rule its answer proves, the capability): left unanswered, it fails
@@ -39,7 +39,7 @@ class ClientJudge:
     def __init__(self, report: Report, server: ScriptedServer, transport: str) -> None:
         self.r = report
         self.server = server
-        self.scenario = server.scenario
+        self.scenario: Scenario = server.scenario
         self.transport = transport
         self.conns: list[Conn] = [c for c in server.conns if c.incoming() or c.events()]
 

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs
 from ...protocol.versions import features, is_supported
 from ..report import Report
 from ..wire import MAX_MESSAGE
-from .scripted import TOO_DEEP, Conn, Entry, ScriptedServer
+from .scripted import TOO_DEEP, Conn, Entry, Scenario, ScriptedServer
 from .traffic import (
     JSON,
     accepts,
@@ -32,7 +32,7 @@ class TransportRules:
     def __init__(self, report: Report, server: ScriptedServer, transport: str, conns: list[Conn]) -> None:
         self.r = report
         self.server = server
-        self.scenario = server.scenario
+        self.scenario: Scenario = server.scenario
         self.transport = transport
         self.conns = conns
 

@@ -136,7 +136,7 @@ class RateLimit(Middleware):
             raise ValueError("burst must be positive")
         self.costs: dict[str, float] = dict(costs or {})
         self.only: frozenset[str] | None = frozenset(methods) if methods is not None else None
-        self.key = key or default_key
+        self.key: Callable[[Call], str] = key or default_key
         self.store: BucketStore = store if store is not None else MemoryBuckets()
         self.fail_open = fail_open
 

@@ -22,7 +22,12 @@ from .http import Answer, APIError, Caller
 from .operations import Operation
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..completions import Completer
     from ..context import Context
+    from ..schema import FunctionInfo
+    from ..sync_exec import SyncPolicy
 
 JSONDict = dict[str, Any]
 ERROR_BODY_CHARS = 2_000
@@ -158,11 +163,11 @@ class OpenAPIResource(Resource):
         self.operation = op
         self.caller = caller
         self.uri = uri
-        self.fn = None
-        self.content = None
-        self.info = None
-        self.sync = None
-        self.size = None
+        self.fn: Callable[..., Any] | None = None
+        self.content: str | bytes | None = None
+        self.info: FunctionInfo | None = None
+        self.sync: SyncPolicy | None = None
+        self.size: int | None = None
         _describe_as(self, op)
 
     async def read(self, ctx: Context | None) -> list[JSONDict]:
@@ -197,10 +202,10 @@ class OpenAPITemplate(ResourceTemplate):
         self.template: UriTemplate = UriTemplate(uri_template)
         self.uri_template = uri_template
         self.variables = variables  # template variable -> argument
-        self.fn = None  # type: ignore[assignment]
-        self.info = None  # type: ignore[assignment]
-        self.sync = None
-        self.completions = {}
+        self.fn: Callable[..., Any] = None  # type: ignore[assignment]
+        self.info: FunctionInfo = None  # type: ignore[assignment]
+        self.sync: SyncPolicy | None = None
+        self.completions: dict[str, Completer] = {}
         self._inputs = _validator(op.input_schema)
         self._kinds = {p.arg: p.kind for p in op.params}
         _describe_as(self, op)

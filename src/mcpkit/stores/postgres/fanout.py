@@ -72,6 +72,10 @@ class PostgresFanout(LogFanout[PostgresConnection]):
             the other workers are told to look again).
     """
 
+    conn: PostgresConnection
+    channel: str
+    forwarded: int
+
     _store = "PostgreSQL"
     _logger = logger
     _name = "postgres"

@@ -89,6 +89,9 @@ class RedisFanout(LogFanout[RedisConnection]):
         cluster, timeout: for a URL (see :class:`~mcpkit.stores.redis.RedisConnection`).
     """
 
+    conn: RedisConnection
+    forwarded: int
+
     _store = "Redis"
     _logger = logger
     _name = "redis"
