@@ -241,6 +241,41 @@ async def test_replicas_whose_clocks_differ_agree_on_leases_and_expiries(
 
 
 @pytest.mark.parametrize("make_auth_storage", ["redis", "postgres"], indirect=True)
+async def test_a_ledger_entry_lives_its_lifetime_whatever_the_clock_of_the_replica_that_wrote_it(
+    make_auth_storage: StorageMaker,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The authorization server asks the ledger to keep a spent code and a revoked family for as long as a token
+    of the family can live: until its own clock's now plus that lifetime (``AuthorizationServer._family_expiry``).
+    The storage keeps each entry that long on its server's clock, whatever the skew of the replica that wrote it: a
+    code a minute-slow replica marked used is still known near the end of its 3 s to a minute-fast one (so a late
+    replay still revokes its family), a family the fast replica revoked is still refused near the end of its
+    lifetime, and both are gone after it (the ledger stays bounded). Read as an absolute time on the server's clock,
+    the slow replica's entry would end a minute early (gone at once) and the fast one's a minute late."""
+    slow_replica = make_auth_storage()
+    fast_replica = make_auth_storage.shared()
+    module = sys.modules[type(slow_replica).__module__]
+    slow, fast = _Clock(-60), _Clock(60)
+    lifetime = 3.0
+
+    def on(clock: _Clock) -> float:
+        monkeypatch.setattr(module, "time", clock)
+        return clock.time()
+
+    await slow_replica.mark_used("code:spent", "fam-1", on(slow) + lifetime)
+    await fast_replica.revoke("fam-2", on(fast) + lifetime)
+    await asyncio.sleep(lifetime - 1.0)
+    on(fast)
+    assert await fast_replica.used("code:spent") == "fam-1"  # a late replay is still known: its family is revoked
+    on(slow)
+    assert await slow_replica.revoked("fam-2")
+    await asyncio.sleep(1.5)
+    assert await slow_replica.used("code:spent") is None and not await slow_replica.revoked("fam-2")
+    on(fast)
+    assert await fast_replica.used("code:spent") is None and not await fast_replica.revoked("fam-2")
+
+
+@pytest.mark.parametrize("make_auth_storage", ["redis", "postgres"], indirect=True)
 async def test_replicas_whose_clocks_differ_agree_on_which_self_registered_client_was_used_last(
     make_auth_storage: StorageMaker,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
