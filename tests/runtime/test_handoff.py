@@ -13,6 +13,7 @@ import signal
 import sys
 import threading
 import time
+import types
 from typing import Any
 
 import pytest
@@ -303,6 +304,38 @@ async def test_a_late_second_hand_over_of_the_same_call_leaves_the_loops_return_
         guard._parked = parked
     assert late == [True] and not guard.lost
     assert await asyncio.wait_for(asyncio.sleep(0.01, "still served"), 1) == "still served"
+
+
+async def test_a_hand_over_while_the_stand_in_starts_starts_no_second_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stand-in thread starts with the watch, at the loop's first inline call, while that call already holds the
+    slot: on a loaded machine the new thread may wait for a CPU longer than the watch's two ticks, and the watch
+    hands the call over meanwhile. Forced here: the stand-in's start waits until the loop is handed over. That
+    hand-over must start no stand-in of its own: two would both run the loop at every hand-over, and the second
+    went on running it after the loop's thread took it back (seen under load: "Cannot enter into task ... while
+    another task ... is being executed", then a loop that never finished its tasks)."""
+    monkeypatch.setattr(loop_handoff, "WATCH_PROCESS", False)  # (the watchdog thread: it looks at the slot itself)
+    guard = handoff_for(asyncio.get_running_loop())
+    assert guard is not None and guard._stand_in is None
+    stand_ins: list[threading.Thread] = []
+
+    class LateStart(threading.Thread):
+        def start(self) -> None:
+            if self.name == "mcpkit-loop-stand-in":
+                stand_ins.append(self)
+                deadline = time.monotonic() + 10
+                while not guard.lost and time.monotonic() < deadline:
+                    time.sleep(0.001)
+            super().start()
+
+    shim = types.SimpleNamespace(**vars(threading))
+    shim.Thread = LateStart
+    monkeypatch.setattr(loop_handoff, "threading", shim)
+    assert _inline(sleeper(0.01, guard), (), {}) == threading.current_thread().name
+    assert guard.handovers == 1 and not guard.lost
+    assert _inline(sleeper(0.01, guard), (), {}) == threading.current_thread().name  # (a second hand-over)
+    assert guard.handovers == 2 and not guard.lost
+    assert await asyncio.wait_for(asyncio.sleep(0.01, "still served"), 1) == "still served"
+    assert len(stand_ins) == 1, stand_ins
 
 
 async def test_short_inline_calls_are_never_handed_over() -> None:

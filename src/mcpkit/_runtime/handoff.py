@@ -282,6 +282,7 @@ class LoopHandoff:
         "_sleeping",
         "_slot",
         "_stand_in",
+        "_starting",
         "_task",
         "_tried_watch",
         "_wake",
@@ -310,6 +311,7 @@ class LoopHandoff:
         self._wake = threading.Event()
         self._go = threading.Event()  # starts the stand-in
         self._handing = threading.Lock()  # held by a hand-over (see _hand_over)
+        self._starting = threading.Lock()  # held while the stand-in thread is made (see _prepare_stand_in)
         self._parked = threading.Event()  # the stand-in has finished its last turn
         self._task: Any = None  # the task of the interrupted turn
         #: the transport whose read callback makes the inline calls now, not a task (None: a task makes them)
@@ -428,9 +430,19 @@ class LoopHandoff:
         """Start the stand-in thread (parked until a hand-over), unless it runs. It starts with the watch, not at the
         first hand-over: starting a thread there waits for the GIL twice more (the new thread's start, then the
         hand-over's turn again), each a switch interval when the call computes."""
-        if self._stand_in is None or not self._stand_in.is_alive():  # (not alive: this is a forked child)
-            self._stand_in = threading.Thread(target=self._stand_in_main, name="mcpkit-loop-stand-in", daemon=True)
-            self._stand_in.start()
+        with self._starting:  # (the loop's thread at the first inline call, a watch's hand-over: one of them starts it)
+            old = self._stand_in
+            # one made but not yet started (no ident: its start waits for a CPU) is the stand-in, and sees the
+            # hand-over's _go once it runs; one started that is not alive is the parent's (this is a forked child)
+            if old is not None and (old.ident is None or old.is_alive()):
+                return
+            stand_in = threading.Thread(target=self._stand_in_main, name="mcpkit-loop-stand-in", daemon=True)
+            self._stand_in = stand_in
+        try:
+            stand_in.start()
+        except BaseException:
+            self._stand_in = None  # (never started: the next call tries again)
+            raise
 
     def _stand_in_main(self) -> None:
         while True:
