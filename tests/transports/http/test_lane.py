@@ -468,14 +468,28 @@ async def test_the_access_log_has_the_line_of_the_asgi_way(cycles: list[str]) ->
 # ------------------------------------------------------------------------------------------- the connection
 
 
-async def test_a_lane_answer_arms_the_keep_alive_timer_and_the_connection_idles(cycles: list[str]) -> None:
+async def test_an_idle_connection_is_closed_after_the_keep_alive_timeout_by_the_guard_not_a_timer_per_answer(
+    cycles: list[str],
+) -> None:
+    """uvicorn arms a keep-alive timer after every response; the lane's protocol leaves the idle connection to the
+    guard's one timer per server, which closes it ``timeout_keep_alive`` seconds (up to half a second more) after
+    its last answer, the ASGI way's answers (the handshake) and the lane's alike; a connection that keeps sending
+    requests more often than that stays open."""
     async with serving(timeout_keep_alive=0.5) as (port, userver):
+        guard = userver.mcpkit_guard
         conn = await Conn.open(port)
         headers = await session_of(conn)
-        await conn.exchange(post(call(1, "add", {"a": 1, "b": 1}), headers))
         (proto,) = userver.server_state.connections
-        assert proto.timeout_keep_alive_task is not None and proto in userver.mcpkit_guard.idle
-        assert await asyncio.wait_for(conn.reader.read(), 10) == b""  # closed by the keep-alive timer
+        assert proto.timeout_keep_alive_task is None and proto in guard.idle  # (after the ASGI way's answers)
+        for i in range(6):  # 1.5 s of requests 0.25 s apart: never idle for 0.5 s
+            (answer,) = await conn.exchange(post(call(i, "add", {"a": i, "b": 1}), headers))
+            assert f'"text":"{i + 1}"'.encode() in answer
+            assert proto.timeout_keep_alive_task is None and proto in guard.idle
+            await asyncio.sleep(0.25)
+        assert guard.closed_idle == 0
+        t0 = time.monotonic()
+        assert await asyncio.wait_for(conn.reader.read(), 10) == b""  # closed by the guard
+        assert time.monotonic() - t0 < 1.5 and guard.closed_idle == 1 and not guard.idle
         conn.close()
     assert len(cycles) == 2
 

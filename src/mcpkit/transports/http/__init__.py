@@ -139,7 +139,7 @@ def build_asgi_server(app: Any, host: str = "127.0.0.1", port: int = 8000, **opt
             if isinstance(app, MCPApp):
                 from .lane import lane_protocol
 
-                uv["http"] = lane_protocol(uv["http"], app)  # (httptools: see .lane; h11 keeps the ASGI way)
+                uv["http"] = lane_protocol(uv["http"], app, guard, uv["timeout_keep_alive"])  # (httptools: see .lane)
             backlog = uv.get("backlog") or DEFAULT_BACKLOG
             uv["backlog"] = min(ACCEPT_BURST, backlog)  # asyncio's accept burst; the kernel queue is set below
     uv.setdefault("lifespan", "on")

@@ -12,8 +12,12 @@ uvicorn's access log is on). Such a request gets no ``RequestResponseCycle`` of 
 is taken as uvicorn takes it (the scope, with the path of the route itself: no URL to parse) and its cycle is a
 ``Held`` one, holding what uvicorn's callbacks read and set until the answer (the body, its end, ``keep_alive``,
 a lost connection), made whole by uvicorn's own ``__init__`` only if the request goes the ASGI way. The response
-is completed as uvicorn completes it: the keep-alive timer, the pipeline, the guard's timeouts and
-``server_state`` follow as they do after any response.
+is completed as uvicorn completes it: the pipeline, the guard's timeouts and ``server_state`` follow as they do
+after any response. One difference for every response of a connection served by this protocol, on the lane or
+not: uvicorn arms a keep-alive timer per response (a ``TimerHandle`` made, pushed on the loop's heap and cancelled
+by the next request: ~16k instructions of a ~189k-instruction call, measured with ``bench/uvicorn_inproc.py``);
+here the connection guard closes a connection that idles ``timeout_keep_alive`` seconds on its one timer per
+server (``ConnectionGuard.keep_alive``), up to half a second later than uvicorn's timer would.
 
 The ASGI way, with the body in hand, serves everything else:
 
@@ -55,16 +59,21 @@ from .streamable import json_head
 
 if TYPE_CHECKING:
     from .app import MCPApp
+    from .limits import ConnectionGuard
 
 #: header names of uvicorn's default headers (``server_state.default_headers``) that would change how an answer is
 #: framed or whether the connection stays open: with one of them the answers go the ASGI way
 _FRAMING = frozenset((b"content-length", b"transfer-encoding", b"connection"))
 
 
-def lane_protocol(base: type[asyncio.Protocol], mcp: MCPApp) -> type[asyncio.Protocol]:
-    """A subclass of ``base`` (uvicorn's httptools protocol, or a subclass such as the guarded one) that answers in
-    the protocol what ``mcp`` answers at once (see the module docstring). ``base`` unchanged for any other
-    protocol (h11 keeps the ASGI way), or when ``mcp`` has no Streamable HTTP route."""
+def lane_protocol(
+    base: type[asyncio.Protocol], mcp: MCPApp, guard: ConnectionGuard, keep_alive: float
+) -> type[asyncio.Protocol]:
+    """A subclass of ``base`` (the httptools protocol that :func:`.limits.guarded_protocol` made, watched by
+    ``guard``) that answers in the protocol what ``mcp`` answers at once (see the module docstring), and leaves
+    ``guard`` to close connections idle for ``keep_alive`` seconds (uvicorn's ``timeout_keep_alive``). ``base``
+    unchanged for any other protocol (h11 keeps the ASGI way and uvicorn's timer), or when ``mcp`` has no
+    Streamable HTTP route."""
     try:
         from uvicorn.protocols.http.httptools_impl import (
             HEADER_RE,
@@ -158,6 +167,7 @@ def lane_protocol(base: type[asyncio.Protocol], mcp: MCPApp) -> type[asyncio.Pro
         server_state: Any
         connections: set[Any]
         tasks: set[asyncio.Task[None]]
+        pipeline: Any  # (a deque of (cycle, app))
         limit_concurrency: int | None
         logger: Any
         access_log: bool
@@ -216,6 +226,19 @@ def lane_protocol(base: type[asyncio.Protocol], mcp: MCPApp) -> type[asyncio.Pro
         def connection_lost(self, exc: Exception | None) -> None:
             self._held = None  # (a body that never came whole)
             super().connection_lost(exc)
+
+        def on_response_complete(self) -> None:
+            """uvicorn's, without its keep-alive timer: the guard times the idle connection (``guard.keep_alive``),
+            as the guarded protocol tells it after every response."""
+            self.server_state.total_requests += 1
+            if self.transport.is_closing():
+                return
+            self.flow.resume_reading()
+            if self.pipeline:  # (uvicorn's: the request pipelined behind this one starts)
+                cycle, app = self.pipeline.pop()
+                self._start_asgi_task(cycle, app)
+            elif self.cycle is None or self.cycle.response_complete:  # (as the guarded protocol tells it)
+                guard.responded(self)
 
         def _answer(self, cycle: Held) -> None:
             """Ask the app; write its answer when it was made at once, else run the rest the ASGI way."""
@@ -279,6 +302,7 @@ def lane_protocol(base: type[asyncio.Protocol], mcp: MCPApp) -> type[asyncio.Pro
             self.tasks.add(task)
 
     Lane.__name__ = Lane.__qualname__ = f"Lane{base.__name__}"
+    guard.keep_alive = keep_alive
     return Lane
 
 

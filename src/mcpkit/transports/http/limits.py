@@ -9,7 +9,7 @@ clients time out. :func:`guarded_protocol` wraps uvicorn's HTTP/1.1 protocol cla
 
 * ``header_timeout``: a connection that has not sent a complete request head within this many seconds of
   connecting, or of the first byte of its next request (keep-alive; the pause between requests is uvicorn's
-  ``timeout_keep_alive``), is closed;
+  ``timeout_keep_alive``, timed by uvicorn or, under the lane's protocol, by the guard: ``keep_alive``), is closed;
 * ``body_timeout``: a request whose body has not arrived whole within this many seconds of its head is closed
   (a request body is at most ``max_body``, 4 MiB by default: 30 s allows ~140 KB/s);
 * ``max_header_bytes``: a connection whose pending request head grows past this many bytes is closed (h11 also
@@ -108,6 +108,11 @@ class ConnectionGuard:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0
         self.closed_slow: int = 0  # connections closed by header_timeout or body_timeout (diagnostics and tests)
+        #: how long a kept-alive connection may idle between requests when the guard closes it itself (uvicorn's
+        #: ``timeout_keep_alive``, set by the lane's protocol, which arms no timer per response: see ``.lane``);
+        #: None: uvicorn's own timer closes it
+        self.keep_alive: float | None = None
+        self.closed_idle = 0  # connections closed by ``keep_alive``
         self.closed_large = 0  # connections closed by max_header_bytes
         self.aborted_stalled: int = 0  # connections aborted by send_timeout
         self.evicted: int = 0  # connections closed to make room (max_connections)
@@ -172,7 +177,11 @@ class ConnectionGuard:
         if state:
             del self._tables[state][proto]
         proto._mcpkit_state = 3
-        self.idle[proto] = time.monotonic()
+        at = self.idle[proto] = time.monotonic()
+        if self.keep_alive is not None:
+            at += self.keep_alive
+            if self._timer is None or at < self._timer_at - 0.5:
+                self._ensure_timer(at)
 
     def head_done(self, proto: Any, body_pending: bool) -> None:
         """``proto``'s request head arrived; ``body_pending``: the rest of its body has not."""
@@ -214,7 +223,10 @@ class ConnectionGuard:
         self._timer = None
         now = time.monotonic()
         next_at = None
-        for table, timeout in ((self.waiting, self.header_timeout), (self.receiving, self.body_timeout)):
+        sweeps = [(self.waiting, self.header_timeout), (self.receiving, self.body_timeout)]
+        if self.keep_alive is not None:
+            sweeps.append((self.idle, self.keep_alive))
+        for table, timeout in sweeps:
             deadline = now - timeout
             while table:
                 proto, since = next(iter(table.items()))
@@ -223,7 +235,10 @@ class ConnectionGuard:
                     break
                 del table[proto]
                 proto._mcpkit_state = 0
-                self.closed_slow += 1
+                if table is self.idle:
+                    self.closed_idle += 1
+                else:
+                    self.closed_slow += 1
                 _close(proto)
         deadline = now - self.send_timeout
         while self.stalled:
