@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 import sys
 import threading
@@ -483,10 +484,11 @@ async def test_where_the_scheduler_does_not_say_a_wait_demotes_at_its_second_lon
     assert out.decode().strip() == "demoted at the second long call"
 
 
-async def test_waiting_inline_function_is_demoted_even_while_threads_are_busy() -> None:
+async def test_waiting_inline_function_is_demoted_even_while_threads_are_busy(caplog: pytest.LogCaptureFixture) -> None:
     """Issue 16 item 1: the GIL tolerance is bounded: while another sync function sleeps on a worker thread,
     an inline wait under long_ms + two switch intervals (perhaps for the GIL) is forgiven, but a 50 ms one
-    demotes at once, and repeated short ones within 10 s demote too."""
+    demotes at once, and repeated short ones within 10 s demote too. The warning says what the demoting call did
+    meanwhile (measured with the scheduler's times: asleep for most of its 50 ms)."""
 
     def nap(seconds: float) -> str:
         if seconds:
@@ -504,6 +506,11 @@ async def test_waiting_inline_function_is_demoted_even_while_threads_are_busy() 
         assert policy.mode == INLINE
         assert await policy(0.05) == "ok"
     assert policy.mode == THREAD
+    (warned,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("nap ran")]
+    assert " ms on a CPU" in warned
+    if CONFIRMS:
+        asleep = re.search(r"([0-9.]+) ms asleep", warned)
+        assert asleep is not None and float(asleep.group(1)) >= 40, warned
     assert await background == "ok"
     again = SyncPolicy(nap, "again", None, long_ms=2, learn_calls=1)
     assert await again(0) == "ok" and again.mode == INLINE

@@ -205,6 +205,26 @@ def _by_sched(span: tuple[float, float, float, float, float], took: float, own: 
     return MAYBE if waited - woken > long_s else NOT
 
 
+def _evidence(span: tuple[float, float, float, float, float]) -> str:
+    """What a call measured with the scheduler's times did meanwhile, for the warning that demotes it."""
+    wall, cpu, queued, _, preempted = span
+    return (
+        f"{cpu * 1000:.1f} ms on a CPU, {queued * 1000:.1f} ms waiting for one, {(wall - cpu - queued) * 1000:.1f} ms"
+        f" asleep; threads that may have held the GIL were kept off a CPU {preempted * 1000:.1f} ms"
+    )
+
+
+def _usage_evidence(u0: Any, u1: Any) -> str:
+    """What a call timed with the thread's usage counters did meanwhile, for the warning that demotes it."""
+    cpu = (u1.ru_utime + u1.ru_stime) - (u0.ru_utime + u0.ru_stime)
+    if u0.ru_nvcsw < 0:
+        return f"{cpu * 1000:.1f} ms on a CPU"
+    return (
+        f"{cpu * 1000:.1f} ms on a CPU, {u1.ru_nvcsw - u0.ru_nvcsw} waits,"
+        f" {u1.ru_nivcsw - u0.ru_nivcsw} preemptions by the OS"
+    )
+
+
 def _blocked(u0: Any, u1: Any, wall: float) -> bool:
     """Whether the thread waited (slept, blocked on I/O or a lock) between the two readings."""
     if u0.ru_nvcsw >= 0:
@@ -329,6 +349,7 @@ class SyncPolicy:
         if self.mode != INLINE or self.declared or own <= self.long_s:
             return
         span = self._span
+        u1: Any = None
         if span is not None:  # measured exactly (the function is suspect): the scheduler has the last word
             self._span = None
             verdict = _by_sched(span, took, own, self.long_s)
@@ -342,7 +363,8 @@ class SyncPolicy:
             logger.debug("%s ran %.1f ms inline: its next %d calls are timed exactly", self.what, took * 1000, window)
             return
         else:
-            verdict = _by_itself(u0, thread_usage(), own, self.long_s)
+            u1 = thread_usage()
+            verdict = _by_itself(u0, u1, own, self.long_s)
         if verdict == NOT:
             self.exact = self._window  # the OS ran something else meanwhile: the machine is busy, the window restarts
             if span is not None:
@@ -367,11 +389,12 @@ class SyncPolicy:
         self._suspicion_ends()
         self.mode = THREAD
         logger.warning(
-            "%s ran %.1f ms inline on the event loop (more than sync_long_ms=%g), holding up other requests "
+            "%s ran %.1f ms inline on the event loop (%s; more than sync_long_ms=%g), holding up other requests "
             "until the loop was handed to another thread (15 ms at most); it runs on a worker thread from now "
             "on. Declare thread=True for functions that can block, or raise MCPKit(sync_long_ms=...).",
             self.what,
             took * 1000,
+            _evidence(span) if span is not None else _usage_evidence(u0, u1),
             self.long_s * 1000,
         )
 
