@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import sys
+import time
 from pathlib import Path
 
 from mcpkit import Client
@@ -52,6 +53,19 @@ def _children() -> list[str]:
     return states
 
 
+def _settled() -> list[str]:
+    """:func:`_children` once none is on its way out: a server SIGKILLed by a start cancelled twice (the sweep
+    cancels the start's own wait for the reap too) runs its exit (``R``, ``D``) and is reaped (``Z``) by the
+    reaper thread a moment after ``asyncio.run`` returns; a server left running waits on its stdin (``S``) and
+    counts at once. At most 2 s."""
+    deadline = time.monotonic() + 2
+    left = _children()
+    while left and time.monotonic() < deadline and any(not c.endswith(" S") for c in left):
+        time.sleep(0.01)
+        left = _children()
+    return left
+
+
 def main() -> None:
     rounds, n = int(sys.argv[1]), int(sys.argv[2])
     for after in range(1, rounds + 1):
@@ -59,7 +73,8 @@ def main() -> None:
             asyncio.run(_round(n, after))
         except Boom:
             pass
-        print(f"round {after} ended; children left: {len(_children())} {_children()}", flush=True)
+        left = _settled()
+        print(f"round {after} ended; children left: {len(left)} {left}", flush=True)
     print("done", flush=True)
 
 
