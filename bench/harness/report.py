@@ -377,9 +377,16 @@ def markdown(result: dict[str, Any]) -> str:
         "(raw asyncio + orjson, newline-delimited) and `bench/servers/floor_asgi.py` (a raw ASGI app, JSON "
         "responses, `Mcp-Session-Id`) served by the same uvicorn configuration as every HTTP contender "
         f"(`bench/servers/_serve.py`: asyncio loop, {parser}, no access log). For clients the floor is the bench's "
-        "own raw JSON-RPC client against `floor_stdio.py`. `floor-lane` (`bench/servers/floor_lane.py`) is the same "
-        "floor answering its POSTs inside uvicorn's protocol, without an ASGI cycle: the floor of what mcpkit's own "
-        "serving does."
+        "own raw JSON-RPC client against `floor_stdio.py`."
+    )
+    w(
+        "- `floor-lane` (`bench/servers/floor_lane.py`) is the raw floor of mcpkit's own serving: the same floor's "
+        "answers (parse, pick the canned answer, write), written from inside a subclass of uvicorn's httptools "
+        "protocol with the shortcuts mcpkit's protocol lane takes: no `RequestResponseCycle` (a small holder of the "
+        "body until it is whole), no URL parse for `POST /mcp`, no ASGI task, `receive` or `send` (one write), and "
+        "no keep-alive timer per response (one timer per server closes idle connections). It runs no MCP logic and "
+        "none of mcpkit's connection guard, so `mcpkit-*` against `floor-lane` is what mcpkit's MCP work and guard "
+        "cost on the lane, and `floor-lane` against `floor` what uvicorn's ASGI serving costs."
     )
     w(
         '- The mcpkit HTTP contenders are served as their users serve them, `app.run(transport="http")` '
@@ -588,8 +595,9 @@ def markdown(result: dict[str, Any]) -> str:
     w(".bench-venv/bin/python bench/ab.py --transport stdio floor=floor_stdio.py new=mcpkit_server.py  # sequential")
     w("# CPU per HTTP call in one process (uvicorn, the suite's parser, no sockets; ~1 µs), best of 3 rounds:")
     w(".bench-venv/bin/python bench/uvicorn_inproc.py floor_asgi /tmp/base/src:mcpkit_def mcpkit_def")
-    w("# the same in instructions per call under callgrind (load-independent, ~1 minute per contender):")
-    w(".bench-venv/bin/python bench/uvicorn_inproc.py --instructions floor_asgi mcpkit_def")
+    w("# the same in instructions per call under callgrind (load-independent, ~1 minute per contender); the lane")
+    w("# against its raw floor: mcpkit_inline (thread=False, repeatable under valgrind) and floor_lane:")
+    w(".bench-venv/bin/python bench/uvicorn_inproc.py --instructions floor_asgi floor_lane mcpkit_inline")
     w("# why two HTTP servers differ: loop turns, tasks, GC, context switches, server/helper/client CPU per call:")
     w(".bench-venv/bin/python bench/loopstats.py --counts floor=floor_asgi.py mcpkit=mcpkit_def.py")
     w("# whether runs that differ are noise: each run's ratio to the floor against what repetition noise gives:")
