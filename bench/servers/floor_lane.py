@@ -30,10 +30,11 @@ made at once). uvicorn's proxy-headers middleware (on in the shared configuratio
 ``forwarded_allow_ips`` is given) does not run for a request answered here: all it rewrites is the client's address
 and scheme, which the floor's answer does not read.
 
-What it does not do that mcpkit's serving does: MCP itself (validation, dispatch, the session store, tools), and the
-connection guard's head, body and send timeouts and its connection limit (a few dict operations per request). The
-difference between an ``mcpkit-*`` HTTP contender and ``floor-lane`` is that work; the difference between
-``floor-lane`` and ``floor`` is what uvicorn's ASGI serving costs.
+What it does not do that mcpkit's serving does: MCP itself (validation, dispatch, the session store, tools), the
+context of its own each request runs in (the floor runs no user code), and the connection guard's head, body and
+send timeouts and its connection limit (a few dict operations per request). The difference between an ``mcpkit-*``
+HTTP contender and ``floor-lane`` is that work; the difference between ``floor-lane`` and ``floor`` is what uvicorn's
+ASGI serving costs.
 
 Served with the shared uvicorn configuration (``_serve.UVICORN_CONFIG``), its protocol class replaced by this one.
 Usage: python floor_lane.py http PORT [stateless]   (plain ``python floor_lane.py`` runs the stdio floor)"""
