@@ -11,10 +11,13 @@ import sys
 import time
 from typing import Any
 
+import httpx
+import jwt
 import pytest
 
 from mcpkit.auth.storage import ClientRecord, CodeGrant, RefreshGrant
 from support.auth_storages import StorageMaker, make_auth_storage  # noqa: F401  (the fixture)
+from support.oauth import register, serve
 from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 
@@ -273,6 +276,65 @@ async def test_a_ledger_entry_lives_its_lifetime_whatever_the_clock_of_the_repli
     assert await slow_replica.used("code:spent") is None and not await slow_replica.revoked("fam-2")
     on(fast)
     assert await fast_replica.used("code:spent") is None and not await fast_replica.revoked("fam-2")
+
+
+async def test_a_slow_replica_refuses_a_revoked_grants_access_token_until_it_has_expired_on_its_clock(
+    make_auth_storage: StorageMaker,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An access token's ``exp`` is the issuing replica's clock's, and a resource server judges it on its own clock,
+    with its leeway. The ledger kept a revoked grant for the longest token lifetime from the revocation, so a replica
+    whose clock runs behind the issuer's still took a token of that grant for unexpired after the entry had gone,
+    and accepted it (for up to the skew plus the leeway). The authorization server's ``clock_skew`` (here the 0.5 s
+    leeway plus the 1 s a replica's clock runs behind the issuer's) now keeps the entry that much longer: at
+    every moment until the token has expired on the slow clock (its ``exp`` plus the leeway) the slow replica finds
+    the grant revoked, and the entry still ends soon after (the ledger stays bounded)."""
+    from mcpkit.auth import AccessToken, AuthorizationServer
+
+    issuer_storage = make_auth_storage()
+    slow_storage = make_auth_storage.shared()
+    module = sys.modules[type(issuer_storage).__module__]  # (in memory the storage has one clock: the real one)
+    issuer, slow = _Clock(0.0), _Clock(-1.0)
+    leeway, ttl = 0.5, 2
+    clock_skew = leeway + issuer.offset - slow.offset
+    made: list[AuthorizationServer] = []
+
+    def make(base: str) -> AuthorizationServer:
+        options: dict[str, Any] = {"access_token_ttl": ttl, "code_ttl": ttl, "refresh_token_ttl": ttl}
+        made.append(
+            AuthorizationServer(base, storage=issuer_storage, clock=issuer.time, clock_skew=clock_skew, **options)
+        )
+        return made[-1]
+
+    monkeypatch.setattr(module, "time", issuer)  # the issuing replica's storage reads its clock
+    async with serve(make) as (base, _), httpx.AsyncClient() as http:
+        client = await register(http, base, "client_secret_basic")
+        authz = made[0]
+        while issuer.time() % 1 > 0.2:  # (exp is whole seconds: issued early in one, the token lives its full ttl)
+            await asyncio.sleep(0.05)
+        raw = authz.issue_access_token(
+            subject="alice", client_id=client["client_id"], scopes=[], resource=None, grant="g"
+        )
+        answer = await http.post(
+            base + "/revoke", data={"token": raw}, auth=(client["client_id"], client["client_secret"])
+        )
+        assert answer.status_code == 200, answer.text
+        revoked_at = time.time()
+    monkeypatch.setattr(module, "time", slow)
+    claims = jwt.decode(raw, options={"verify_signature": False})
+    token = AccessToken(raw, issuer=claims["iss"], expires_at=float(claims["exp"]), claims=claims)
+    slow_replica = AuthorizationServer(base, storage=slow_storage, clock=slow.time).revocation
+    checks = 0
+    while await slow_replica.revoked(token):
+        checks += 1
+        assert time.time() < revoked_at + ttl + clock_skew + 5.0, "the ledger entry never ended"
+        await asyncio.sleep(0.05)
+    late = claims["exp"] + leeway - slow.time()  # (the clock read after the answer: any lag errs against the check)
+    assert late < 0, f"the slow replica accepts the revoked grant's token for {late:.2f} s more"
+    assert checks > 0  # (it was refused while it was still unexpired on the slow clock)
+    for wrong in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="clock_skew"):
+            AuthorizationServer(base, clock_skew=wrong)
 
 
 @pytest.mark.parametrize("make_auth_storage", ["redis", "postgres"], indirect=True)

@@ -113,6 +113,12 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
         scopes_supported: advertised and enforced (a request for an unknown scope → ``invalid_scope``).
         access_token_ttl / refresh_token_ttl / code_ttl: lifetimes in seconds. ``refresh_token_ttl=None``: refresh
             tokens never expire (the storage then bounds how many it keeps, the least recently issued going first).
+        clock_skew: how long after a token's ``exp`` (on this replica's clock) someone may still accept it, in
+            seconds: the leeway of the resource servers' verifiers (a :class:`~mcpkit.auth.verifiers.JWTVerifier`'s
+            ``leeway``, 30 s by default) plus how far their clocks, and the other replicas', may run behind this
+            one's. The replay ledger keeps a revoked grant (and a spent code or refresh token) this much longer
+            than the longest token lifetime, so a token of a revoked grant is refused wherever it is still taken
+            for unexpired; past it the entries end. Default 60 (30 s of leeway, 30 s of skew).
         default_scopes: the scopes asked for when a request names none (of them, those a client registered with a
             ``scope`` may have).
         signing_key: the EC P-256 private key that signs access tokens (default: a new one per process); give the
@@ -184,6 +190,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
         access_token_ttl: float = 3600.0,
         refresh_token_ttl: float | None = 30 * 86400.0,
         code_ttl: float = 60.0,
+        clock_skew: float = 60.0,
         metadata: bool = True,
         registration: bool = True,
         registration_scopes: Iterable[str] | None = None,
@@ -219,6 +226,8 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
             storage = InMemoryAuthStorage(
                 max_dynamic_clients=max_dynamic_clients, max_dynamic_client_bytes=max_dynamic_client_bytes, clock=clock
             )
+        if not clock_skew >= 0:
+            raise ValueError("clock_skew must be a number of seconds, 0 or more")
         if not is_secure_url(issuer):
             raise ValueError("the issuer must be an https URL (plain http only on a loopback host)")
         self.issuer: str = issuer.rstrip("/")
@@ -242,6 +251,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
         self.access_token_ttl = access_token_ttl
         self.refresh_token_ttl = refresh_token_ttl
         self.code_ttl = code_ttl
+        self.clock_skew = clock_skew
         self.serve_metadata = metadata
         self.registration = registration
         self.registration_scopes: list[str] | None = (

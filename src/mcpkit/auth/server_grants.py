@@ -40,6 +40,7 @@ class TokenGrants:
     access_token_ttl: float
     refresh_token_ttl: float | None
     code_ttl: float
+    clock_skew: float
     issue_refresh_tokens: bool
     upstream: UpstreamLogin | None
     _resource: Callable[[str | None], str | None]
@@ -108,9 +109,13 @@ class TokenGrants:
         return asked
 
     def _family_expiry(self) -> float | None:
-        """How long a grant family must be remembered: as long as any token of it can live."""
+        """How long a grant family must be remembered: as long as any token of it can live, and ``clock_skew``
+        more. A token's ``exp`` is this replica's clock's; a resource server (or another replica) judges it on its
+        own, with its leeway, so a clock behind this one still takes the token after it has expired here."""
         longest = max(self.access_token_ttl, self.code_ttl, self.refresh_token_ttl or 0.0)
-        return None if self.issue_refresh_tokens and self.refresh_token_ttl is None else self.clock() + longest
+        if self.issue_refresh_tokens and self.refresh_token_ttl is None:
+            return None
+        return self.clock() + longest + self.clock_skew
 
     async def _revoke(self, family: str) -> None:
         """Revoke a grant family: its tokens are refused from now on, and an OAuth proxy drops (and revokes at the

@@ -208,7 +208,8 @@ class RevocationLedger(Protocol):
 class LedgerRevocation:
     """The :class:`~mcpkit.auth.verifiers.TokenRevocation` of an authorization server's ledger: a token of this
     issuer is revoked when the grant family it was issued from (its ``grant_id`` claim) is. One ledger lookup per
-    request; the ledger bounds itself (entries expire with the longest token lifetime)."""
+    request; the ledger bounds itself (entries expire with the longest token lifetime, plus the server's
+    ``clock_skew``: a resource server whose clock runs behind the issuer's still finds the grant revoked)."""
 
     def __init__(self, ledger: RevocationLedger, issuer: str) -> None:
         self.ledger = ledger
@@ -225,7 +226,8 @@ class InMemoryAuthStorage(InMemoryUpstreamState):
     ``max_dynamic_clients`` self-registered clients are kept. When either bound is reached the least recently used
     *self-registered* client goes (used: registered, or a token issued to it, or an authorization request of its
     accepted), never a pre-registered one. The replay ledger's entries (spent codes and refresh
-    tokens, revoked grant families) are dropped once expired (they live as long as the longest token lifetime);
+    tokens, revoked grant families) are dropped once expired (they live as long as the longest token lifetime plus
+    the server's ``clock_skew``);
     a ledger table full of live entries forgets its oldest one."""
 
     def __init__(
