@@ -6,9 +6,11 @@ OAuth proxy's pending logins and upstream tokens keep their bounds."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import secrets
 import sys
 import time
+import typing
 from typing import Any
 
 import httpx
@@ -416,3 +418,24 @@ async def test_a_replayed_dpop_proof_is_refused_whatever_the_clocks_of_the_repli
     assert abs(slow.time() - issued) <= max_age  # (the slow replica still accepts it on its clock)
     with pytest.raises(DPoPError, match="replay"):
         await verify(late, slow)
+
+
+def test_every_type_the_storage_protocols_name_is_importable_from_mcpkit_auth() -> None:
+    """A user implementing ``AuthStorage`` (and the optional ``KeyBoundRefreshStorage``, ``ClientUseStorage``,
+    ``RevocationLedger``) annotates its methods with the types the protocols name: each is exported by
+    ``mcpkit.auth`` (``CodeGrant`` and ``RefreshGrant`` were reachable only from the private module's namespace)."""
+    import mcpkit.auth
+    from mcpkit.auth import AuthStorage, ClientRecord, CodeGrant, RefreshGrant
+    from mcpkit.auth.server import ClientUseStorage, KeyBoundRefreshStorage, RevocationLedger
+
+    def classes(hint: Any) -> list[type]:
+        return [hint] if isinstance(hint, type) else [c for arg in typing.get_args(hint) for c in classes(arg)]
+
+    named: set[type] = set()
+    for protocol in (AuthStorage, KeyBoundRefreshStorage, ClientUseStorage, RevocationLedger):
+        for member in vars(protocol).values():
+            if inspect.iscoroutinefunction(member):
+                for hint in typing.get_type_hints(member).values():
+                    named.update(c for c in classes(hint) if c.__module__.startswith("mcpkit"))
+    assert named == {ClientRecord, CodeGrant, RefreshGrant}
+    assert all(getattr(mcpkit.auth, c.__name__) is c and c.__name__ in mcpkit.auth.__all__ for c in named)

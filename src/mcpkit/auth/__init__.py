@@ -40,7 +40,15 @@ if TYPE_CHECKING:
     from .redis_storage import RedisAuthStorage, RedisReplayCache
     from .replay import InMemoryReplayCache, ReplayCache
     from .resource import BearerAuthMiddleware, current_access_token, protect, tool_scopes
-    from .server import AuthorizationServer, AuthStorage, InMemoryAuthStorage
+    from .server import (
+        AuthorizationRequest,
+        AuthorizationServer,
+        AuthStorage,
+        ClientRecord,
+        CodeGrant,
+        InMemoryAuthStorage,
+        RefreshGrant,
+    )
     from .upstream import UpstreamError, UpstreamIdentity, UpstreamProvider, UpstreamTokens
     from .upstream_login import UpstreamLogin
     from .upstream_revocation import RevocationRetry
@@ -79,9 +87,13 @@ _LAZY = {
     "current_access_token": ".resource",
     "protect": ".resource",
     "tool_scopes": ".resource",
+    "AuthorizationRequest": ".server",
     "AuthorizationServer": ".server",
     "AuthStorage": ".server",
+    "ClientRecord": ".server",
+    "CodeGrant": ".server",
     "InMemoryAuthStorage": ".server",
+    "RefreshGrant": ".server",
     "UpstreamError": ".upstream",
     "UpstreamIdentity": ".upstream",
     "UpstreamProvider": ".upstream",
@@ -115,7 +127,10 @@ __all__ = [
     "LoopbackCallback",
     "AccessToken",
     "AuthStorage",
+    "AuthorizationRequest",
     "AuthorizationServer",
+    "ClientRecord",
+    "CodeGrant",
     "BearerAuthMiddleware",
     "HeadlessBrowser",
     "InMemoryAuthStorage",
@@ -128,6 +143,7 @@ __all__ = [
     "PostgresAuthStorage",
     "PostgresReplayCache",
     "RedisAuthStorage",
+    "RefreshGrant",
     "RedisReplayCache",
     "RevocationRetry",
     "StaticTokenVerifier",

@@ -60,9 +60,11 @@ from .storage import (
     AuthStorage,
     ClientRecord,
     ClientUseStorage,
+    CodeGrant,
     InMemoryAuthStorage,
     KeyBoundRefreshStorage,
     LedgerRevocation,
+    RefreshGrant,
     RevocationLedger,
 )
 
@@ -77,9 +79,11 @@ __all__ = [
     "AuthorizationServer",
     "ClientRecord",
     "ClientUseStorage",
+    "CodeGrant",
     "InMemoryAuthStorage",
     "KeyBoundRefreshStorage",
     "LedgerRevocation",
+    "RefreshGrant",
     "RevocationLedger",
 ]
 

@@ -27,9 +27,11 @@ __all__ = [
     "AuthorizationRequest",
     "ClientRecord",
     "ClientUseStorage",
+    "CodeGrant",
     "InMemoryAuthStorage",
     "KeyBoundRefreshStorage",
     "LedgerRevocation",
+    "RefreshGrant",
     "RevocationLedger",
 ]
 
