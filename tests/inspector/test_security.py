@@ -16,7 +16,17 @@ import httpx
 import pytest
 
 from mcpkit.inspector.events import EventHub
-from support.browser import InspectorProcess, InspectorThread, chromium, screenshot
+from support.browser import (
+    FLOOD,
+    TWO_FRAMES,
+    InspectorProcess,
+    InspectorThread,
+    chromium,
+    log_drawn,
+    log_messages,
+    open_inspector,
+    screenshot,
+)
 from support.paths import REPO
 
 ROOT = REPO
@@ -224,8 +234,6 @@ def test_hostile_names_descriptions_and_results_render_as_text_and_run_nothing(
 
 # ---------------------------------------------------------------------------------------------- a flooding server
 
-FLOOD = f"{sys.executable} {ROOT / 'tests' / 'support' / 'servers' / 'flood_inspector_server.py'}"
-
 
 def test_a_flood_of_log_messages_and_list_changes_leaves_the_page_bounded() -> None:
     proc = InspectorProcess("inspect", FLOOD, "--mode", "handshake")
@@ -406,8 +414,6 @@ def test_the_servers_log_messages_kept_are_bounded_in_count_and_bytes_and_a_long
 # the page's event queue in these tests: a page falls behind once more than this many events wait for it (a call
 # costs the page 4 events: no burst of the tests below comes near it but the one that makes it fall behind)
 QUEUE = 100
-# Resolves after two animation frames: what the page draws once per frame for the events it took in is drawn by then.
-TWO_FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
 
 
 def fall_behind(running: InspectorThread, before: Any = None, after: Any = None) -> None:
@@ -427,14 +433,6 @@ def fall_behind(running: InspectorThread, before: Any = None, after: Any = None)
             await after()
 
     running.run(burst)
-
-
-def open_inspector(browser: Any, running: InspectorThread) -> Any:
-    page = browser.new_context(bypass_csp=True, viewport={"width": 1400, "height": 1000}).new_page()
-    page.goto(running.url)
-    page.locator("#status-text", has_text="connected").wait_for(timeout=30_000)
-    page.locator("#tools-list button").first.wait_for(timeout=30_000)
-    return page
 
 
 def test_server_lines_that_come_while_a_page_that_fell_behind_reads_the_state_are_shown_once() -> None:
@@ -538,13 +536,6 @@ SAME_ROWS = """() => [...document.querySelectorAll('#log li')]
   .filter((r) => window.rows.get(r.dataset.seq) === r).map((r) => Number(r.dataset.seq))"""
 
 
-# The log's rows in the page: seq, where each is in the list (px from its top), its height and whether it is in view
-# (the list scrolls in #log-scroll).
-LOG_ROWS = """() => { const ol = document.getElementById('log'), top = ol.getBoundingClientRect().top;
-  const box = document.getElementById('log-scroll').getBoundingClientRect();
-  return [...ol.querySelectorAll('li')].map((li) => { const r = li.getBoundingClientRect();
-    return { seq: Number(li.dataset.seq), at: r.top - top, height: r.height,
-             seen: r.bottom > box.top + 1 && r.top < box.bottom - 1 }; }); }"""
 SCROLL_LOG = """(to) => { const box = document.getElementById('log-scroll');
   box.scrollTop = to * (box.scrollHeight - box.clientHeight); }"""
 AT_BOTTOM = """() => { const box = document.getElementById('log-scroll');
@@ -556,48 +547,14 @@ def test_the_message_log_draws_only_the_rows_in_view_at_its_2000_bound_and_scrol
     page up to a second per resync; a window's is the same at any count), each where it is in the full list: scrolled
     to the middle it shows the middle entries; scrolled up it stays on the entry it shows while messages come and the
     oldest go; at the bottom it follows them; a row opened stays open (the same element) across a resync."""
-    import time
-
     running = InspectorThread(FLOOD, mode="handshake", hub=EventHub(queue_size=QUEUE))
-    inspector = running.inspector
 
-    def logged() -> list[int]:
-        seqs: list[int] = running.run(lambda: [e.seq for e in inspector.log.entries()])
-        return seqs
-
-    def record(n: int) -> None:  # n messages logged, in one callback
-        async def log_messages() -> None:
-            for i in range(n):
-                message = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": i}}
-                inspector.log.record("in", json.dumps(message).encode())
-
-        running.run(log_messages)
-
-    def misplaced(rows: list[dict[str, Any]], entries: list[int], seq: int) -> str | None:
-        if seq not in [r["seq"] for r in rows]:
-            return f"{seq} not drawn"
-        first = entries.index(rows[0]["seq"]) if rows[0]["seq"] in entries else -1
-        if [r["seq"] for r in rows] != entries[first : first + len(rows)]:
-            return "not a run of the log's entries"
-        height = min(r["height"] for r in rows)
-        if abs(rows[0]["at"] - first * height) >= 1:
-            return f"{rows[0]} not at {first} x {height} px"
-        return None
+    def record(n: int) -> None:
+        log_messages(running, n)
 
     def drawn(wait_for: int | None = None) -> tuple[list[int], list[int]]:
-        """The log's seqs and those the page shows in view, once it drew `wait_for` (the log's last by default) and
-        every row it drew is where the full list has it, the log unchanged while the page was read (a bounded wait:
-        the page that fell behind lists the tools and the rest again, and their messages are logged too)."""
-        deadline = time.monotonic() + 30
-        while True:
-            entries = logged()
-            rows = page.evaluate(LOG_ROWS)
-            wrong = misplaced(rows, entries, entries[-1] if wait_for is None else wait_for) if rows else "no rows"
-            if wrong is None and logged() == entries:
-                break
-            assert time.monotonic() < deadline, wrong
-            page.evaluate(TWO_FRAMES)
-            time.sleep(0.05)
+        """The log's seqs and those the page shows in view, once every row drawn is where the full list has it."""
+        entries, rows = log_drawn(page, running, wait_for)
         assert 20 <= len(rows) <= 100, len(rows)  # (the view holds about 45 rows, and 20 more on each side)
         return entries, [r["seq"] for r in rows if r["seen"]]
 

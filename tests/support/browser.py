@@ -6,8 +6,11 @@ a loud reason elsewhere.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +19,8 @@ from typing import Any
 import pytest
 
 from mcpkit.testing.processes import StartWait
+
+from .paths import REPO
 
 # The flags a headless Chromium needs on a machine with no network but loopback, run as root, in a container.
 CHROMIUM_ARGS = [
@@ -197,3 +202,78 @@ class InspectorThread(InspectorURL):
         self._thread.join(self._timeout)
         if not self._thread.is_alive():
             self.loop.close()
+
+
+# ---------------------------------------------------------------------------------------------- the message log
+
+# A stdio server that sends what a test asks in bulk (log messages, list changes; see its docstring).
+FLOOD = f"{sys.executable} {REPO / 'tests' / 'support' / 'servers' / 'flood_inspector_server.py'}"
+# Resolves after two animation frames: what the page draws once per frame for the events it took in is drawn by then.
+TWO_FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+# The log's rows in the page: seq, where each is in the list (px from its top), its height and whether it is in view
+# (the list scrolls in #log-scroll).
+LOG_ROWS = """() => { const ol = document.getElementById('log'), top = ol.getBoundingClientRect().top;
+  const box = document.getElementById('log-scroll').getBoundingClientRect();
+  return [...ol.querySelectorAll('li')].map((li) => { const r = li.getBoundingClientRect();
+    return { seq: Number(li.dataset.seq), at: r.top - top, height: r.height,
+             seen: r.bottom > box.top + 1 && r.top < box.bottom - 1 }; }); }"""
+
+
+def open_inspector(browser: Any, running: InspectorURL) -> Any:
+    """A page (1400 x 1000) on the inspector at ``running.url``, once it is connected and lists the tools."""
+    page = browser.new_context(bypass_csp=True, viewport={"width": 1400, "height": 1000}).new_page()
+    page.goto(running.url)
+    page.locator("#status-text", has_text="connected").wait_for(timeout=30_000)
+    page.locator("#tools-list button").first.wait_for(timeout=30_000)
+    return page
+
+
+def log_messages(running: InspectorThread, n: int) -> None:
+    """``n`` messages (``notifications/message`` from the server) logged in the inspector's message log, in one
+    callback of its loop."""
+    inspector = running.inspector
+
+    async def record() -> None:
+        for i in range(n):
+            message = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": i}}
+            inspector.log.record("in", json.dumps(message).encode())
+
+    running.run(record)
+
+
+def logged(running: InspectorThread) -> list[int]:
+    """The seqs of the entries of the inspector's message log, in order."""
+    seqs: list[int] = running.run(lambda: [e.seq for e in running.inspector.log.entries()])
+    return seqs
+
+
+def misplaced(rows: list[dict[str, Any]], entries: list[int], seq: int) -> str | None:
+    """What is wrong with the log's ``rows`` (``LOG_ROWS``) for the log's ``entries``: ``seq`` not drawn, the rows
+    not a run of the entries, or not where the full list of rows of one height has them; None if nothing."""
+    if seq not in [r["seq"] for r in rows]:
+        return f"{seq} not drawn"
+    first = entries.index(rows[0]["seq"]) if rows[0]["seq"] in entries else -1
+    if [r["seq"] for r in rows] != entries[first : first + len(rows)]:
+        return "not a run of the log's entries"
+    height = min(r["height"] for r in rows)
+    if abs(rows[0]["at"] - first * height) >= 1:
+        return f"{rows[0]} not at {first} x {height} px"
+    return None
+
+
+def log_drawn(
+    page: Any, running: InspectorThread, wait_for: int | None = None
+) -> tuple[list[int], list[dict[str, Any]]]:
+    """The log's seqs and the page's rows (``LOG_ROWS``), once it drew ``wait_for`` (the log's last by default) and
+    every row it drew is where the full list has it, the log unchanged while the page was read (a bounded wait: a
+    page that fell behind lists the tools and the rest again, and their messages are logged too)."""
+    deadline = time.monotonic() + 30
+    while True:
+        entries = logged(running)
+        rows: list[dict[str, Any]] = page.evaluate(LOG_ROWS)
+        wrong = misplaced(rows, entries, entries[-1] if wait_for is None else wait_for) if rows else "no rows"
+        if wrong is None and logged(running) == entries:
+            return entries, rows
+        assert time.monotonic() < deadline, wrong
+        page.evaluate(TWO_FRAMES)
+        time.sleep(0.05)
