@@ -3,6 +3,9 @@
 // bar the height of all. Every closed row has one height (measured once), so where an entry is, and which entries a
 // scroll position shows, is arithmetic; a row the person opened is taller by what ResizeObserver measured. The layout
 // of 2,000 grid rows held the page up to a second per resync; a window's is the same at any count.
+// The keyboard: one row is in the tab order (a roving tabindex), the arrow keys move between the rows (scrolling the
+// window), and the row that has focus keeps it by seq: scrolled out of the window its element goes, focus is parked
+// on the scroll box (not dropped to the body) and given back to the row when it is drawn again.
 import { $, h } from "./dom.js";
 import { api, errorText } from "./api.js";
 import { S } from "./state.js";
@@ -28,6 +31,8 @@ let following = true; // at the bottom: the list stays there as rows come (scrol
 let scrolledTo = 0; // where the page last scrolled the list (scrolled elsewhere since: by the person)
 let pendingAt = null; // where the list was before a change measured after it (an opened row that grew)
 let frame = 0;
+let focusedSeq = 0; // the entry whose row has (or last had) focus in the log (0: none yet)
+let tabRow = null; // the row button in the tab order (the focused entry's, when drawn)
 
 // Show only the messages whose `key` (text, dir or kind) matches `value` (the log's filters).
 export function filterLog(key, value) {
@@ -50,7 +55,7 @@ function logRow(e) {
   const what = `${e.kind}${e.method ? " " + e.method : ""}${e.id !== null && e.id !== undefined ? " #" + e.id : ""}`;
   const ms = e.elapsed !== null && e.elapsed !== undefined ? `${(e.elapsed * 1000).toFixed(1)} ms` : `${e.size} B`;
   const detail = h("div", { hidden: true });
-  const button = h("button", { type: "button", class: "row", "aria-expanded": "false", title: e.dir === "out" ? "to the server" : "from the server",
+  const button = h("button", { type: "button", class: "row", tabindex: "-1", "aria-expanded": "false", title: e.dir === "out" ? "to the server" : "from the server",
     onclick: async () => {
       const open = button.getAttribute("aria-expanded") === "true";
       pendingAt = pendingAt || where();
@@ -225,11 +230,13 @@ function drawWindow(at) {
   top = Math.max(0, Math.min(top, total - height));
   const first = Math.max(0, indexAt(top, marks) - MARGIN_ROWS);
   const end = Math.min(view.length, indexAt(top + height, marks) + 1 + MARGIN_ROWS);
+  const hadFocus = ol.contains(document.activeElement);
   placeRows(ol, view.slice(first, end));
   ol.style.paddingTop = `${topOf(first, marks)}px`;
   ol.style.paddingBottom = `${total - topOf(end, marks)}px`;
   if (Math.abs(box.scrollTop - top) >= 1) box.scrollTop = top;
   scrolledTo = box.scrollTop;
+  keepFocus(box, ol, hadFocus);
   if (!rowHeight && measureRow(ol)) drawWindow(at); // (once: the first rows drawn were placed by a guess)
 }
 
@@ -259,6 +266,7 @@ function placeRows(ol, entries) {
   }
 }
 
+// A closed row's height, measured (false: no closed row drawn, or the list is not laid out: hidden).
 function measureRow(ol) {
   for (const li of ol.children) {
     if (opened.has(Number(li.dataset.seq))) continue;
@@ -267,6 +275,87 @@ function measureRow(ol) {
     return px > 0;
   }
   return false;
+}
+
+// ---------------------------------------------------------------------------------------------- focus
+
+// After a draw: the focused entry's row, when drawn, is the one in the tab order (else the scroll box is, and the
+// arrow keys go on from that entry); a focused row the draw removed parks focus on the box; a parked focus goes back
+// to the row once it is drawn again.
+function keepFocus(box, ol, hadFocus) {
+  const row = focusedSeq ? rowOf(ol, focusedSeq) : null;
+  const button = row ? row.querySelector(":scope > button.row") : null;
+  inTabOrder(box, button);
+  if (hadFocus && !ol.contains(document.activeElement)) box.focus({ preventScroll: true });
+  if (button && document.activeElement === box) button.focus({ preventScroll: true });
+}
+
+// `button` (a row's, or null: then the scroll box) is the one place of the log in the tab order.
+function inTabOrder(box, button) {
+  if (tabRow !== button) {
+    if (tabRow) tabRow.tabIndex = -1;
+    if (button) button.tabIndex = 0;
+    tabRow = button;
+  }
+  box.tabIndex = button ? -1 : 0;
+}
+
+// The row drawn for `seq` (rows are in order of seq: a binary search over the few drawn), or null.
+function rowOf(ol, seq) {
+  const rows = ol.children;
+  let lo = 0;
+  let hi = rows.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    const at = Number(rows[mid].dataset.seq);
+    if (at === seq) return rows[mid];
+    if (at < seq) lo = mid + 1;
+    else hi = mid;
+  }
+  return null;
+}
+
+const KEY_STEPS = { ArrowDown: 1, ArrowUp: -1 };
+
+// ArrowDown/ArrowUp, Home/End on a row or on the parked box: focus the next, previous, first or last entry shown,
+// from the focused one (scrolled out of the window or not), scrolled into view.
+function onKey(e) {
+  if (!(e.key in KEY_STEPS) && e.key !== "Home" && e.key !== "End") return;
+  if (e.target !== e.currentTarget && !(e.target.classList && e.target.classList.contains("row"))) return;
+  if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || !view.length) return;
+  e.preventDefault();
+  const box = e.currentTarget;
+  let i;
+  if (e.key === "Home") i = 0;
+  else if (e.key === "End") i = view.length - 1;
+  else if (!focusedSeq) i = indexAt(box.scrollTop, openedMarks());
+  else {
+    const at = firstAtLeast(focusedSeq);
+    const here = at < view.length && view[at].seq === focusedSeq;
+    i = KEY_STEPS[e.key] > 0 ? (here ? at + 1 : at) : at - 1;
+  }
+  focusEntry(box, Math.max(0, Math.min(view.length - 1, i)));
+}
+
+function focusEntry(box, i) {
+  const marks = openedMarks();
+  const top = topOf(i, marks);
+  const bottom = topOf(i + 1, marks);
+  let to = box.scrollTop;
+  if (top < to) to = top;
+  else if (bottom > to + box.clientHeight) to = bottom - box.clientHeight;
+  focusedSeq = view[i].seq;
+  if (Math.abs(to - box.scrollTop) >= 1) box.scrollTop = to;
+  drawWindow(where());
+  const row = rowOf($("log"), focusedSeq);
+  if (row) row.querySelector(":scope > button.row").focus({ preventScroll: true });
+}
+
+function onFocusIn(e) {
+  const row = e.target.closest ? e.target.closest("#log > li") : null;
+  if (!row) return;
+  focusedSeq = Number(row.dataset.seq);
+  inTabOrder(e.currentTarget, row.querySelector(":scope > button.row"));
 }
 
 // What changes the window without an entry coming: a scroll, the list's own size, an opened row's height. Drawn at
@@ -299,5 +388,7 @@ function watch(box) {
   if (watching) return;
   watching = true;
   box.addEventListener("scroll", scheduleWindow, { passive: true });
+  box.addEventListener("keydown", onKey);
+  box.addEventListener("focusin", onFocusIn);
   grown.observe(box);
 }
