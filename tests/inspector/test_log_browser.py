@@ -1,4 +1,5 @@
-"""The message log (static/log.js) in a real Chromium: the keyboard focus of a row drawn as a window over the log."""
+"""The message log (static/log.js) in a real Chromium: the keyboard focus of a row drawn as a window over the log, and
+the rows' positions when a row's height changes with the page's size."""
 
 from __future__ import annotations
 
@@ -86,3 +87,23 @@ def test_a_focused_row_scrolled_out_of_the_window_keeps_its_place_for_the_arrow_
     page.wait_for_function(f"() => ({FOCUSED_ROW})() === {following}", timeout=30_000)
     page.keyboard.press("ArrowUp")
     assert page.evaluate(FOCUSED_ROW) == after
+
+
+def test_the_rows_are_placed_again_when_their_height_changes_with_the_pages_size(
+    page: Any, running: InspectorThread
+) -> None:
+    """A row's height is measured again when the log's box is resized (a zoom, a window resized): scrolled to the
+    middle of 400 rows whose height grew with the font, every row drawn is where the full list has it (it drifted
+    by the old height times the rows above it: the height was measured once)."""
+    log_messages(running, 400)
+    entries, rows = log_drawn(page, running)
+    before = rows[0]["height"]
+    middle = entries[len(entries) // 2]
+    page.evaluate("() => { document.documentElement.style.fontSize = '150%'; }")  # (a text zoom: rows get taller)
+    page.set_viewport_size({"width": 1200, "height": 900})
+    page.evaluate(TWO_FRAMES)
+    scroll_to(page, entries, middle)
+    entries, rows = log_drawn(page, running, middle)
+    assert rows[0]["height"] > before + 1, (before, rows[0]["height"])
+    seen = [r["seq"] for r in rows if r["seen"]]
+    assert abs(entries.index(seen[0]) - entries.index(middle)) <= 1, (seen[0], middle)

@@ -1,8 +1,8 @@
 // The message log (the page's right column): the last MAX_LOG_ROWS entries, filtered, drawn as a window. Only the
 // rows in view and MARGIN_ROWS on each side are elements; the list's padding above and below them gives the scroll
-// bar the height of all. Every closed row has one height (measured once), so where an entry is, and which entries a
-// scroll position shows, is arithmetic; a row the person opened is taller by what ResizeObserver measured. The layout
-// of 2,000 grid rows held the page up to a second per resync; a window's is the same at any count.
+// bar the height of all. Every closed row has one height (measured again on a resize), so where an entry is, and which
+// entries a scroll position shows, is arithmetic; a row the person opened is taller by what ResizeObserver measured. The
+// layout of 2,000 grid rows held the page up to a second per resync; a window's is the same at any count.
 // The keyboard: one row is in the tab order (a roving tabindex), the arrow keys move between the rows (scrolling the
 // window), and the row that has focus keeps it by seq: scrolled out of the window its element goes, focus is parked
 // on the scroll box (not dropped to the body) and given back to the row when it is drawn again.
@@ -31,6 +31,7 @@ let following = true; // at the bottom: the list stays there as rows come (scrol
 let scrolledTo = 0; // where the page last scrolled the list (scrolled elsewhere since: by the person)
 let pendingAt = null; // where the list was before a change measured after it (an opened row that grew)
 let frame = 0;
+let remeasure = false; // the list's box was resized (a zoom, a window resized): a row's height is measured again
 let focusedSeq = 0; // the entry whose row has (or last had) focus in the log (0: none yet)
 let tabRow = null; // the row button in the tab order (the focused entry's, when drawn)
 
@@ -237,7 +238,7 @@ function drawWindow(at) {
   if (Math.abs(box.scrollTop - top) >= 1) box.scrollTop = top;
   scrolledTo = box.scrollTop;
   keepFocus(box, ol, hadFocus);
-  if (!rowHeight && measureRow(ol)) drawWindow(at); // (once: the first rows drawn were placed by a guess)
+  if (!rowHeight && measureRow(ol)) drawWindow(at); // (the first rows drawn were placed by a guess)
 }
 
 function placeRows(ol, entries) {
@@ -360,18 +361,37 @@ function onFocusIn(e) {
 
 // What changes the window without an entry coming: a scroll, the list's own size, an opened row's height. Drawn at
 // the next frame, from where the list was before the change (unless the person scrolled it since).
+// A resize of the box (a zoom, a window resized) measures a closed row again: where the list was is read with the
+// old height, and drawn with the new one.
 function scheduleWindow() {
   if (!frame) frame = requestAnimationFrame(() => {
     frame = 0;
     const moved = !pendingAt || Math.abs($("log-scroll").scrollTop - pendingAt.top) >= 1;
-    drawWindow(moved ? where() : pendingAt);
+    const at = moved ? where() : pendingAt;
+    if (remeasure) {
+      remeasure = false;
+      if (measureRow($("log"))) {
+        for (const o of opened.values()) {
+          if (o.li.isConnected) o.extra = Math.max(0, o.li.getBoundingClientRect().height - rowHeight);
+        }
+      }
+    }
+    drawWindow(at);
   });
+}
+
+function resized() {
+  remeasure = true;
+  scheduleWindow();
 }
 
 const grown = new ResizeObserver((changes) => {
   for (const change of changes) {
     const li = change.target;
-    if (li.id === "log-scroll") continue;
+    if (li.id === "log-scroll") {
+      remeasure = true;
+      continue;
+    }
     const o = opened.get(Number(li.dataset.seq));
     if (!o || o.li !== li || !li.isConnected) continue; // (a row out of the window measures 0)
     const extra = Math.max(0, change.borderBoxSize[0].blockSize - rowPx());
@@ -390,5 +410,6 @@ function watch(box) {
   box.addEventListener("scroll", scheduleWindow, { passive: true });
   box.addEventListener("keydown", onKey);
   box.addEventListener("focusin", onFocusIn);
+  window.addEventListener("resize", resized, { passive: true }); // (a zoom that leaves the box's size as it was)
   grown.observe(box);
 }
