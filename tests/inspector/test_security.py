@@ -536,6 +536,41 @@ SAME_ROWS = """() => [...document.querySelectorAll('#log li')]
   .filter((r) => window.rows.get(r.dataset.seq) === r).map((r) => Number(r.dataset.seq))"""
 
 
+# The call boxes' drawn parts now, by call id (for SAME_CALLS); the ids of the calls whose parts are the same elements.
+REMEMBER_CALLS = """() => { window.callParts = new Map([...document.querySelectorAll('#calls > .call')]
+  .map((c) => [c.dataset.id, [c.querySelector('.call-head'), c.querySelector('.call-rest').firstChild]])); }"""
+SAME_CALLS = """() => [...document.querySelectorAll('#calls > .call')].filter((c) => {
+  const was = window.callParts.get(c.dataset.id);
+  return was && was[0] === c.querySelector('.call-head') && was[1] === c.querySelector('.call-rest').firstChild; })
+  .map((c) => c.dataset.id)"""
+
+
+def test_a_resync_draws_again_only_the_calls_that_changed() -> None:
+    """A page that fell behind reads the state again, with the calls the inspector keeps (up to 100 boxes): a call
+    its box shows as it is is not drawn again, its head and its result the same elements. Every box was made again
+    on each resync, the page's longest work after the message log was windowed."""
+    running = InspectorThread(FLOOD, mode="handshake", hub=EventHub(queue_size=QUEUE))
+    try:
+        with chromium() as browser:
+            page = open_inspector(browser, running)
+            api = httpx.Client(base_url=running.base, headers={"Authorization": f"Bearer {running.token}"}, timeout=60)
+            ids = [
+                api.post("/api/call", json={"name": "counts", "arguments": {}}).json()["result"]["id"] for _ in range(5)
+            ]
+            done = " && ".join(f'document.querySelector(\'.call[data-id="{i}"][data-status="done"] pre\')' for i in ids)
+            page.wait_for_function(f"() => !!({done})", timeout=30_000)
+            page.evaluate(REMEMBER_CALLS)
+            fall_behind(running)
+            page.wait_for_function(  # (shown from the state the page read again)
+                "() => document.getElementById('stderr')?.textContent.includes('a line after the drop')", timeout=30_000
+            )
+            page.evaluate(TWO_FRAMES)
+            assert page.get_attribute("body", "data-resyncs")
+            assert sorted(page.evaluate(SAME_CALLS)) == sorted(ids)
+    finally:
+        running.stop()
+
+
 SCROLL_LOG = """(to) => { const box = document.getElementById('log-scroll');
   box.scrollTop = to * (box.scrollHeight - box.clientHeight); }"""
 AT_BOTTOM = """() => { const box = document.getElementById('log-scroll');

@@ -247,11 +247,32 @@ function renderTool() {
   box.append(schemas);
 }
 
+// What each call box shows, by box (the call drawn, or the newest equal to it: no copy beside S.calls): a state read
+// again (a resync) redraws only the calls that changed; it redrew all (up to MAX_CALLS_SHOWN, draw.js), the page's
+// longest work. (Weak: a box dropped is forgotten.)
+const drawnAs = new WeakMap();
+
+// Whether two values parsed from JSON are equal (objects by their keys, whatever their order).
+function sameJson(a, b) {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  for (const key of keys) if (!Object.hasOwn(b, key) || !sameJson(a[key], b[key])) return false;
+  return true;
+}
+
 // A call's box: its head and its content are drawn again on each event; its MCP Apps view (apps.js) lives in a
-// slot between them that is never cleared (a frame that leaves the document reloads).
+// slot between them that is never cleared (a frame that leaves the document reloads). A call as its box shows it
+// already is not drawn again.
 function renderCall(call) {
   S.calls.set(call.id, call);
   let outer = document.querySelector(`.call[data-id="${CSS.escape(call.id)}"]`);
+  if (outer && sameJson(drawnAs.get(outer), call)) {
+    drawnAs.set(outer, call);
+    return;
+  }
   const fresh = !outer;
   if (fresh) outer = h("div", { class: "call", dataset: { id: call.id } }, h("div", { class: "call-top" }), h("div", { class: "call-view" }), h("div", { class: "call-rest" }));
   const box = outer.querySelector(".call-top");
@@ -306,6 +327,7 @@ function renderCall(call) {
   if (call.error) rest.append(errorView(call.error));
   if (call.status !== "running" && call.ended) rest.append(h("div", { class: "muted", text: `${((call.ended - call.started) * 1000).toFixed(0)} ms` }));
   if (fresh) $("calls").prepend(outer);
+  drawnAs.set(outer, call);
   if (call.status !== "running") announce(`${call.name}: ${state}`);
 }
 
