@@ -203,3 +203,49 @@ async def test_a_client_revokes_its_grant_at_the_revocation_endpoint_and_never_a
         assert unknown.status_code == 200
         missing = await http.post(base + "/revoke", data={}, auth=alice)
         assert missing.status_code == 400 and missing.json()["error"] == "invalid_request"
+
+
+async def test_replicas_revoke_and_introspect_each_others_tokens_whatever_their_clocks() -> None:
+    """Replicas share a storage and a signing key. A token a replica whose clock runs 5 s ahead just issued carries
+    that clock's ``iat`` and ``nbf``, in the future for the others: ``/revoke`` at another replica took it for
+    invalid and answered 200 without revoking its grant, and ``/introspect`` called it inactive. And a token that
+    expired here moments ago, issued by a replica 30 s behind, is still taken for unexpired on clocks like that one:
+    ``/revoke`` revokes its grant as long as ``clock_skew`` says some clock may still accept it."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from mcpkit.auth import AccessToken, InMemoryAuthStorage
+
+    storage, key = InMemoryAuthStorage(), ec.generate_private_key(ec.SECP256R1())
+    made: list[AuthorizationServer] = []
+
+    def make(base: str) -> AuthorizationServer:
+        made.append(AuthorizationServer(base, storage=storage, signing_key=key))
+        return made[-1]
+
+    async with serve(make) as (base, _), httpx.AsyncClient() as http:
+        reg = await register(http, base, "client_secret_basic")
+        auth = (reg["client_id"], reg["client_secret"])
+
+        def issued_by(offset: float, grant: str) -> str:
+            replica = AuthorizationServer(
+                base, storage=storage, signing_key=key, access_token_ttl=10, clock=lambda: time.time() + offset
+            )
+            return replica.issue_access_token(
+                subject="alice", client_id=reg["client_id"], scopes=[], resource=None, grant=grant
+            )
+
+        async def active(token: str) -> bool:
+            return bool((await http.post(base + "/introspect", data={"token": token}, auth=auth)).json()["active"])
+
+        async def revoke(token: str, grant: str) -> bool:
+            assert (await http.post(base + "/revoke", data={"token": token}, auth=auth)).status_code == 200
+            return await made[0].revocation.revoked(AccessToken(token, issuer=base, claims={"grant_id": grant}))
+
+        ahead = issued_by(5.0, "ahead")
+        assert await active(ahead)
+        assert await revoke(ahead, "ahead") and not await active(ahead)
+        behind = issued_by(-30.0, "behind")  # (expired here 20 s ago; made[0]'s clock_skew is 60 s)
+        assert not await active(behind)
+        assert await revoke(behind, "behind")
+        long_gone = issued_by(-100.0, "long-gone")  # (expired 90 s ago: no clock within 60 s takes it)
+        assert not await revoke(long_gone, "long-gone")

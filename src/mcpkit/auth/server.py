@@ -122,7 +122,8 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
             ``leeway``, 30 s by default) plus how far their clocks, and the other replicas', may run behind this
             one's. The replay ledger keeps a revoked grant (and a spent code or refresh token) this much longer
             than the longest token lifetime, so a token of a revoked grant is refused wherever it is still taken
-            for unexpired; past it the entries end. Default 60 (30 s of leeway, 30 s of skew).
+            for unexpired; past it the entries end. ``/revoke`` revokes the grant of a token expired up to this
+            long ago. Default 60 (30 s of leeway, 30 s of skew).
         default_scopes: the scopes asked for when a request names none (of them, those a client registered with a
             ``scope`` may have).
         signing_key: the EC P-256 private key that signs access tokens (default: a new one per process); give the

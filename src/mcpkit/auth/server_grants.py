@@ -147,18 +147,34 @@ class TokenGrants:
                 await self.storage.save_refresh(token, record)
                 raise OAuthError("unauthorized_client", "this token was not issued to this client")
             return record.family or None
-        import jwt
-
-        try:
-            claims = jwt.decode(
-                token, self.key.public_key(), algorithms=["ES256"], issuer=self.issuer, options={"verify_aud": False}
-            )
-        except jwt.PyJWTError:
+        claims = self._own_claims(token, self.clock_skew)  # (a clock behind this one may still take it)
+        if claims is None:
             return None
         if claims.get("client_id") != client.client_id:
             raise OAuthError("unauthorized_client", "this token was not issued to this client")
         grant = claims.get("grant_id")
         return grant if isinstance(grant, str) else None
+
+    def _own_claims(self, token: str, leeway: float) -> dict[str, Any] | None:
+        """The claims of ``token`` if it is an access token this server signed, unexpired ``leeway`` seconds ago on
+        this replica's clock; else None. Its ``iat`` and ``nbf`` are not checked: they are the clock's of the
+        replica that issued it, which may run ahead of this one (a token just issued there is not invalid here)."""
+        import jwt
+
+        try:
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                self.key.public_key(),
+                algorithms=["ES256"],
+                issuer=self.issuer,
+                options={"verify_aud": False, "verify_exp": False, "verify_iat": False, "verify_nbf": False},
+            )
+        except jwt.PyJWTError:
+            return None
+        exp = claims.get("exp")
+        if not isinstance(exp, (int, float)) or exp + leeway < self.clock():
+            return None
+        return claims
 
     async def _holder_ok(self, old: RefreshGrant, client: ClientRecord) -> bool:
         """Whether ``client`` may still use the refresh token ``old``: its own, not expired, its grant not revoked."""
@@ -293,17 +309,8 @@ class TokenGrants:
         client = await self._client_auth(scope, form)
         if not client.has_secret:
             raise OAuthError("invalid_client", "introspection needs a confidential client", 401)
-        import jwt
-
-        try:
-            claims = jwt.decode(
-                form.get("token", ""),
-                self.key.public_key(),
-                algorithms=["ES256"],
-                issuer=self.issuer,
-                options={"verify_aud": False, "require": ["exp"]},
-            )
-        except jwt.PyJWTError:
+        claims = self._own_claims(form.get("token", ""), 0.0)
+        if claims is None:
             await send_json(send, 200, {"active": False})
             return
         grant = claims.get("grant_id")
