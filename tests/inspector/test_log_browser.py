@@ -107,3 +107,27 @@ def test_the_rows_are_placed_again_when_their_height_changes_with_the_pages_size
     assert rows[0]["height"] > before + 1, (before, rows[0]["height"])
     seen = [r["seq"] for r in rows if r["seen"]]
     assert abs(entries.index(seen[0]) - entries.index(middle)) <= 1, (seen[0], middle)
+
+
+def test_the_log_is_one_stop_of_the_tab_order_and_home_and_end_reach_its_ends(
+    page: Any, running: InspectorThread
+) -> None:
+    """Before any row had focus the log's scroll box is its one place in the tab order: ArrowDown from it focuses the
+    first row in view; End focuses the last entry and Home the first, each scrolled into view."""
+    log_messages(running, 400)
+    entries, _ = log_drawn(page, running)
+    assert page.evaluate(IN_TAB_ORDER) == ["log-scroll"]
+    page.focus("#log-clear")  # (the control before the log)
+    page.keyboard.press("Tab")
+    assert page.evaluate(FOCUSED_ID) == "log-scroll"
+    page.keyboard.press("ArrowDown")
+    seen = [r["seq"] for r in page.evaluate(LOG_ROWS) if r["seen"]]
+    assert page.evaluate(FOCUSED_ROW) == seen[0]
+    page.keyboard.press("Home")
+    assert page.evaluate(FOCUSED_ROW) == entries[0]
+    assert entries[0] in [r["seq"] for r in page.evaluate(LOG_ROWS) if r["seen"]]
+    page.keyboard.press("End")
+    last = page.evaluate("() => Number(document.querySelector('#log li:last-child').dataset.seq)")
+    assert page.evaluate(FOCUSED_ROW) == last >= entries[-1]
+    page.keyboard.press("Shift+Tab")  # (out of the log: one stop)
+    assert page.evaluate(FOCUSED_ID) == "log-clear"
