@@ -306,26 +306,37 @@ async def test_a_late_second_hand_over_of_the_same_call_leaves_the_loops_return_
     assert await asyncio.wait_for(asyncio.sleep(0.01, "still served"), 1) == "still served"
 
 
-async def test_a_hand_over_while_the_stand_in_starts_starts_no_second_one(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("late", ["start", "running"], ids=["before its thread starts", "as its thread starts"])
+async def test_a_hand_over_while_the_stand_in_starts_starts_no_second_one(
+    late: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The stand-in thread starts with the watch, at the loop's first inline call, while that call already holds the
     slot: on a loaded machine the new thread may wait for a CPU longer than the watch's two ticks, and the watch
-    hands the call over meanwhile. Forced here: the stand-in's start waits until the loop is handed over. That
-    hand-over must start no stand-in of its own: two would both run the loop at every hand-over, and the second
-    went on running it after the loop's thread took it back (seen under load: "Cannot enter into task ... while
-    another task ... is being executed", then a loop that never finished its tasks)."""
+    hands the call over meanwhile. Forced here: the stand-in's start waits until the loop is handed over, before
+    its thread is started, or once its thread has its ident but does not count as alive yet. That hand-over must
+    start no stand-in of its own: two would both run the loop at every hand-over, and the second went on running
+    it after the loop's thread took it back (seen under load: "Cannot enter into task ... while another task ... is
+    being executed", then a loop that never finished its tasks; and "pop from an empty deque" in the loop's turn)."""
     monkeypatch.setattr(loop_handoff, "WATCH_PROCESS", False)  # (the watchdog thread: it looks at the slot itself)
     guard = handoff_for(asyncio.get_running_loop())
     assert guard is not None and guard._stand_in is None
     stand_ins: list[threading.Thread] = []
 
+    def until_handed_over(thread: threading.Thread, now: str) -> None:
+        if thread.name == "mcpkit-loop-stand-in" and now == late:
+            stand_ins.append(thread)
+            deadline = time.monotonic() + 10
+            while not guard.lost and time.monotonic() < deadline:
+                time.sleep(0.001)
+
     class LateStart(threading.Thread):
         def start(self) -> None:
-            if self.name == "mcpkit-loop-stand-in":
-                stand_ins.append(self)
-                deadline = time.monotonic() + 10
-                while not guard.lost and time.monotonic() < deadline:
-                    time.sleep(0.001)
+            until_handed_over(self, "start")
             super().start()
+
+        def _set_native_id(self) -> None:  # (on the new thread, after its ident is set, before it counts as started)
+            super()._set_native_id()  # type: ignore[misc]
+            until_handed_over(self, "running")
 
     shim = types.SimpleNamespace(**vars(threading))
     shim.Thread = LateStart

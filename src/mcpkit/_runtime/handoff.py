@@ -321,7 +321,7 @@ class LoopHandoff:
         self.paused_reader: Any = None
         self._error: BaseException | None = None  # what the stand-in's turn raised (re-raised by the owner)
         self._watchdog: threading.Thread | None = None
-        self._stand_in: threading.Thread | None = None
+        self._stand_in: tuple[threading.Thread, int] | None = None  # the stand-in thread, and the pid it was made in
         self._handovers = 0
         self._quick = False  # this guard holds the switch interval at QUICK_SWITCH_S (see _quicken)
 
@@ -431,13 +431,13 @@ class LoopHandoff:
         first hand-over: starting a thread there waits for the GIL twice more (the new thread's start, then the
         hand-over's turn again), each a switch interval when the call computes."""
         with self._starting:  # (the loop's thread at the first inline call, a watch's hand-over: one of them starts it)
-            old = self._stand_in
-            # one made but not yet started (no ident: its start waits for a CPU) is the stand-in, and sees the
-            # hand-over's _go once it runs; one started that is not alive is the parent's (this is a forked child)
-            if old is not None and (old.ident is None or old.is_alive()):
+            # The one made in this process is the stand-in, whether it runs yet or not: made but not started, or
+            # started and not yet running (is_alive() is False until then, though its ident is set), it sees the
+            # hand-over's _go once it runs. One made in another process is the parent's (this is a forked child).
+            if self._stand_in is not None and self._stand_in[1] == os.getpid():
                 return
             stand_in = threading.Thread(target=self._stand_in_main, name="mcpkit-loop-stand-in", daemon=True)
-            self._stand_in = stand_in
+            self._stand_in = (stand_in, os.getpid())
         try:
             stand_in.start()
         except BaseException:
