@@ -156,16 +156,33 @@ async def test_timeout_sends_cancel_and_raises(transport: str) -> None:
 
 @pytest.mark.req("S019")
 async def test_progress_extends_the_timeout_but_never_past_the_maximum() -> None:
-    """Opted in (reset_timeout_on_progress=True), progress restarts the timeout, never past max_timeout."""
+    """Opted in (reset_timeout_on_progress=True), progress restarts the timeout, never past max_timeout. Checked on
+    the loop's clock, which the timer runs on: each progress update moves the request's deadline to a timeout from
+    its arrival, and the call outlives its first deadline. (Steps of 50 ms against a 1 s timeout: a loaded machine
+    delays an update by a stall of the loop, measured up to 315 ms between two of them beside 3 CPU hogs.)"""
     async with open_session("memory", mode="handshake") as cs:
+        loop = asyncio.get_running_loop()
+        moved: list[tuple[float, float]] = []  # (the update's arrival, the deadline then)
+
+        def deadline_now(*_: Any) -> None:
+            (pending,) = cs.peer._pending.values()
+            assert pending.timer is not None
+            moved.append((loop.time(), pending.timer.when()))
+
+        t0 = loop.time()
         r = await cs.call_tool(
             "slow",
-            {"steps": 6, "delay_ms": 100},
-            timeout=0.3,
-            on_progress=lambda *a: None,
+            {"steps": 24, "delay_ms": 50},
+            timeout=1.0,
+            on_progress=deadline_now,
             reset_timeout_on_progress=True,
         )
-        assert r.content[0].text == "done 6"  # type: ignore[union-attr]
+        assert r.content[0].text == "done 24"  # type: ignore[union-attr]
+        assert len(moved) == 24 and loop.time() - t0 > 1.0  # past the first deadline
+        before = t0
+        for at, when in moved:  # a timeout after its update arrived: after the one before (or the call), by this one
+            assert before + 1.0 <= when <= at + 1.0, moved
+            before = at
         cs.peer.max_timeout = 0.4
         with pytest.raises(RequestTimeout):
             await cs.call_tool(
