@@ -37,8 +37,11 @@ class Ticker:
     def __init__(self, *, sampled: bool = False) -> None:
         self.stamps: list[tuple[float, float]] = []  # (the turn's time, the run-queue seconds so far)
         self.threads: set[str] = set()
-        self.sampled = Sampled() if sampled else None
-        self.queued = None if sampled else RunQueue()
+        # (the loop-watch helpers named, which take part too: a kernel without /proc/<pid>/task/<tid>/children does
+        # not list a process's children, and the run queue would not find them)
+        helpers = _helpers() if sys.platform.startswith("linux") else set()
+        self.sampled = Sampled(also=helpers) if sampled else None
+        self.queued = None if sampled else RunQueue(os.getpid(), *helpers)
         self.task = asyncio.create_task(self._run())
 
     async def _run(self) -> None:
@@ -81,15 +84,20 @@ class Ticker:
             self.stamps = [(t, self.sampled.at(t)) for t, _ in self.stamps]
 
 
-def sleeper(seconds: float, guard: LoopHandoff | None = None) -> Any:
+def sleeper(seconds: float, guard: LoopHandoff | None = None, ticker: Ticker | None = None) -> Any:
     """An inline call that sleeps ``seconds``; with ``guard``, and then on until the loop is handed over (10 s at
     most): on a loaded machine the watch's ticks may come later than a fixed sleep would last, which is no fault of
-    the hand-over (the ticker measures the loop's wait net of the OS's)."""
+    the hand-over (the ticker measures the loop's wait net of the OS's); with ``ticker`` too, on until the stand-in
+    has served one of its turns (a stand-in that waits for a CPU past the end of the call serves none)."""
 
     def fn(args: tuple[Any, ...], kw: dict[str, Any]) -> str:
         time.sleep(seconds)
         deadline = time.monotonic() + 10
-        while guard is not None and not guard.lost and time.monotonic() < deadline:
+        while (
+            guard is not None
+            and (not guard.lost or (ticker is not None and "mcpkit-loop-stand-in" not in ticker.threads))
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.05)  # (seldom: each wake of this thread may wait for a CPU, which the ticker subtracts)
         return threading.current_thread().name
 
@@ -152,7 +160,7 @@ async def test_loop_keeps_serving_while_an_inline_call_sleeps(watch: str) -> Non
     await asyncio.sleep(0.03)
     t0 = time.perf_counter()
     h0 = guard.handovers  # (a short call before may have been handed over too: one the OS kept under way)
-    ran_on = _inline(sleeper(0.5, guard), (), {})
+    ran_on = _inline(sleeper(0.5, guard, ticker), (), {})
     took = time.perf_counter() - t0
     assert ran_on == threading.current_thread().name and took >= 0.5
     assert asyncio.current_task() is not None  # the interrupted task is current again
@@ -223,9 +231,13 @@ async def test_loop_keeps_serving_while_an_inline_call_computes(watch: str) -> N
     assert guard is not None
     _inline(lambda a, k: None, (), {})
     await _watched_by(guard, watch)
-    await asyncio.sleep(0.1)
-    ticker = Ticker(sampled=True)  # (see Ticker: not read at each turn while the call computes)
-    await asyncio.sleep(0.03)
+    # (see Ticker: not read at each turn while the call computes) Its sampler is a process to start, which may take
+    # a loaded machine a second; the call under test must not come a second or more after the last inline call,
+    # or the helper looks only every 100 ms by then (see .loop_watch): an inline call after it, then at least one
+    # look of the helper's (it looks every 5 ms once it sees one)
+    ticker = Ticker(sampled=True)
+    _inline(lambda a, k: None, (), {})
+    await asyncio.sleep(0.15)
     t0 = time.perf_counter()
     h0 = guard.handovers
     assert _inline(spinner(0.5, guard), (), {}) > 0

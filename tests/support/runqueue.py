@@ -22,6 +22,7 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 
 
 def _children(pid: int) -> list[int]:
@@ -104,15 +105,17 @@ class RunQueue:
 
 
 class Sampled:
-    """:class:`RunQueue` of this process (and its descendants) read every ``every`` seconds by a child process, which
-    takes none of this process's GIL; :meth:`stop` ends the sampling, then :meth:`at` gives the sum at any moment in
-    between (``time.perf_counter()``, the same clock in both processes on Linux), linear between two samples. The
-    sampler's own threads are not counted. Where ``/proc`` does not say, every sum is 0.0."""
+    """:class:`RunQueue` of this process and ``also`` (and their descendants) read every ``every`` seconds by a child
+    process, which takes none of this process's GIL; :meth:`stop` ends the sampling, then :meth:`at` gives the sum at
+    any moment in between (``time.perf_counter()``, the same clock in both processes on Linux), linear between two
+    samples. The sampler's own threads are not counted. Where ``/proc`` does not say, every sum is 0.0. (``also``:
+    helper processes the caller knows of, for a kernel without ``/proc/<pid>/task/<tid>/children``, where
+    descendants are not found.)"""
 
-    def __init__(self, every: float = 0.001) -> None:
+    def __init__(self, every: float = 0.001, also: Iterable[int] = ()) -> None:
         self.samples: list[tuple[float, float]] = []
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", __file__, str(os.getpid()), str(every)],
+            [sys.executable, "-I", __file__, str(every), str(os.getpid()), *map(str, also)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
@@ -134,10 +137,10 @@ class Sampled:
         return q0 + (q1 - q0) * (when - t0) / (t1 - t0)
 
 
-def _sample(pid: int, every: float) -> None:
-    """The sampler: read the run queue of ``pid`` and its descendants (but this process) every ``every`` seconds
+def _sample(every: float, *pids: int) -> None:
+    """The sampler: read the run queue of ``pids`` and their descendants (but this process) every ``every`` seconds
     until stdin closes, then write the samples to stdout as JSON."""
-    queued = RunQueue(pid, leave_out=os.getpid())
+    queued = RunQueue(*pids, leave_out=os.getpid())
     samples: list[tuple[float, float]] = []
     print("sampling", flush=True)
     refreshed = 0.0
@@ -151,4 +154,4 @@ def _sample(pid: int, every: float) -> None:
 
 
 if __name__ == "__main__":
-    _sample(int(sys.argv[1]), float(sys.argv[2]))
+    _sample(float(sys.argv[1]), *map(int, sys.argv[2:]))
