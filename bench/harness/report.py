@@ -376,7 +376,8 @@ def markdown(result: dict[str, Any]) -> str:
         "- The floors are the least Python that still answers MCP correctly: `bench/servers/floor_stdio.py` "
         "(raw asyncio + orjson, newline-delimited) and `bench/servers/floor_asgi.py` (a raw ASGI app, JSON "
         "responses, `Mcp-Session-Id`) served by the same uvicorn configuration as every HTTP contender "
-        f"(`bench/servers/_serve.py`: asyncio loop, {parser}, no access log). For clients the floor is the bench's "
+        f"(`bench/servers/_serve.py`: asyncio loop, {parser}, no access log, no proxy-headers middleware, as "
+        "mcpkit serves). For clients the floor is the bench's "
         "own raw JSON-RPC client against `floor_stdio.py`."
     )
     w(

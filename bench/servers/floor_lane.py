@@ -26,9 +26,9 @@ uvicorn's access log is on. Everything else goes floor_asgi's ASGI way, as on mc
 ``root_path`` (decided per connection), another method or path (or any query), HTTP/1.0 or ``Connection: close``,
 ``Expect``, an upgrade, a request pipelined behind one still being served, ``limit_concurrency`` reached, a body
 past uvicorn's flow-control mark (64 KiB) before it is whole, and the in-flight cases' slow tool (an answer not
-made at once). uvicorn's proxy-headers middleware (on in the shared configuration; mcpkit turns it off unless
-``forwarded_allow_ips`` is given) does not run for a request answered here: all it rewrites is the client's address
-and scheme, which the floor's answer does not read.
+made at once). uvicorn's proxy-headers middleware is off in the shared configuration, as mcpkit turns it off unless
+``forwarded_allow_ips`` is given (all it would rewrite is the client's address and scheme, which no floor's answer
+reads).
 
 What it does not do that mcpkit's serving does: MCP itself (validation, dispatch, the session store, tools), the
 context of its own each request runs in (the floor runs no user code), and the connection guard's head, body and
