@@ -116,7 +116,9 @@ async def probe_while(
     each net of the time the OS kept this process's and the server's threads waiting for a CPU meanwhile (on a
     loaded machine that wait is no delay of the server's own; on an idle one it is next to nothing)."""
     out: list[float] = []
-    queued = RunQueue()  # (this process and its children: the server and its helper processes)
+    # (this process and its descendants: the server and its helper processes, found by a scan of /proc where the
+    # kernel lists no children; refreshed between probes, outside what they time)
+    queued = RunQueue(scan=True)
     i = 0
     while not busy.done():
         queued.refresh()  # (a thread started since: the server's stand-in, at its first hand-over)
