@@ -21,7 +21,7 @@ import pytest
 from mcpkit._runtime import TICK_S, TICKS, LoopHandoff, handoff_for, running_guard
 from mcpkit._runtime import handoff as loop_handoff
 from mcpkit.server.sync_exec import INLINE, SyncPolicy
-from support.runqueue import RunQueue, Sampled
+from support.runqueue import RunQueue, Sampled, children_by_parent
 
 BOUND_S = 0.050  # the guarantee: the loop is never left unserved longer than this
 
@@ -511,19 +511,13 @@ async def _worst_gap_of_a_blocking_call(guard: LoopHandoff) -> tuple[float, str,
 def _helpers() -> set[int]:
     """The pids of this process's loop-watch helpers (children running loop_watch.py)."""
     found = set()
-    me = str(os.getpid())
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
+    for pid in children_by_parent().get(os.getpid(), ()):
         try:
-            with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-                ppid = f.read().rsplit(")", 1)[1].split()[1]
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
+                if b"loop_watch.py" in f.read():
+                    found.add(pid)
         except OSError:
             continue
-        if ppid == me and b"loop_watch.py" in cmd:
-            found.add(int(pid))
     return found
 
 

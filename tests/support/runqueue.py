@@ -34,7 +34,7 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _parents() -> dict[int, list[int]]:
+def children_by_parent() -> dict[int, list[int]]:
     """Every process's children, from a scan of ``/proc`` (each process's parent in its ``stat``): also those the
     per-thread ``children`` files miss (a kernel without CONFIG_PROC_CHILDREN). About 6 ms on a test machine."""
     kids: dict[int, list[int]] = {}
@@ -82,7 +82,7 @@ class RunQueue:
         """Look up the descendants, and the threads of each, again."""
         pids: list[int] = []
         todo = list(self.roots)
-        kids = _parents() if self.scan and self.available else None
+        kids = children_by_parent() if self.scan and self.available else None
         while todo and self.available:
             pid = todo.pop()
             if pid == self.leave_out or pid in pids:
