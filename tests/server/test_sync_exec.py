@@ -256,6 +256,44 @@ async def test_learned_inline_function_that_runs_long_never_stalls_other_request
     assert "inline on the event loop" in err and "sync_long_ms=2" in err and "thread=True" in err, err
 
 
+async def test_requests_read_with_an_inline_call_that_blocks_are_answered_while_it_blocks() -> None:
+    """The stdio server runs a request right in its read callback (no task) when nothing else is queued. Four
+    requests reach it in one write, the first a learned-inline tool that then sleeps 0.6 s: the hand-over's stand-in
+    takes the rest of that read from the stuck callback, so the ping and the async tool behind the sleeping call
+    are answered while it sleeps (and the fourth, a fast call of the same tool, too), not after it."""
+    async with serve() as peer:
+        assert (await learn_inline(peer, "tool"))[-1] == "loop"
+        await peer.request("tools/call", {"name": "aping", "arguments": {}})
+        loop = asyncio.get_running_loop()
+        calls = [
+            ("tools/call", {"name": "nap", "arguments": {"seconds": 0.6}}),
+            ("ping", {}),
+            ("tools/call", {"name": "aping", "arguments": {}}),
+            ("tools/call", {"name": "nap", "arguments": {"seconds": 0}}),
+        ]
+        futures: list[asyncio.Future[Any]] = []
+        chunk = b""
+        for method, params in calls:
+            rid = peer.next_id
+            peer.next_id += 1
+            fut: asyncio.Future[Any] = loop.create_future()
+            peer.pending[rid] = fut
+            futures.append(fut)
+            chunk += orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}) + b"\n"
+        assert peer.proc.stdin is not None
+        t0 = time.perf_counter()
+        peer.proc.stdin.write(chunk)  # (one write: the server reads the four lines at once)
+        answered: dict[int, float] = {}
+        for i, fut in enumerate(futures):
+            fut.add_done_callback(lambda _, i=i: answered.setdefault(i, time.perf_counter() - t0))
+        replies = await asyncio.wait_for(asyncio.gather(*futures), 10)
+        assert all("result" in r for r in replies), replies
+        assert replies[0]["result"]["content"][0]["text"] == "loop"  # it ran inline, in the read callback
+        assert answered[0] >= 0.6
+        for i in (1, 2, 3):
+            assert answered[i] < 0.4, answered  # while the first one slept, not after it
+
+
 async def test_waiting_sync_function_is_never_learned_inline() -> None:
     """Issue 16 item 1: calls that are short but wait (a 0.5 ms sleep: I/O-like) keep a function on the worker
     thread even when they are far below sync_long_ms (here 20 ms, so 2 ms counts as fast)."""

@@ -595,6 +595,52 @@ async def test_a_write_that_waits_for_nothing_returns_nothing_to_await_and_one_b
         os.close(out_r)
 
 
+async def test_the_answers_to_the_requests_of_one_read_leave_in_one_write_in_order() -> None:
+    """Twenty pings reach the stdio server in one read. They run one after the other right in its read callback
+    (no task), and while more lines of that read follow, their answers are gathered: the twenty leave in one
+    write, in order. A request read alone is answered by a write of its own, at once."""
+    from mcpkit.server.lowlevel import Server
+
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    transport = StdioServerTransport(stdin=os.fdopen(in_r, "rb"), stdout=os.fdopen(out_w, "wb"))
+    await transport.start()
+    pipe = transport._write_transport
+    assert pipe is not None
+    writes: list[bytes] = []
+    write = pipe.write
+    pipe.write = lambda data: (writes.append(bytes(data)), write(data))[1]  # type: ignore[method-assign]
+    serving = asyncio.create_task(Server("burst").serve(transport))
+    loop = asyncio.get_running_loop()
+
+    async def answers(count: int) -> list[int]:
+        got = b""
+        while got.count(b"\n") < count:
+            got += await asyncio.wait_for(loop.run_in_executor(None, os.read, out_r, 1 << 16), 10)
+        return [orjson.loads(line)["id"] for line in got.splitlines()]
+
+    try:
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+        os.write(in_w, orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}) + b"\n")
+        assert await answers(1) == [0]
+        os.write(in_w, b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        os.write(in_w, b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+        assert await answers(1) == [1]
+        writes.clear()
+        burst = b"".join(orjson.dumps({"jsonrpc": "2.0", "id": i, "method": "ping"}) + b"\n" for i in range(2, 22))
+        os.write(in_w, burst)
+        assert await answers(20) == list(range(2, 22))
+        assert len(writes) == 1, [w[:60] for w in writes]
+        os.write(in_w, b'{"jsonrpc":"2.0","id":22,"method":"ping"}\n')
+        assert await answers(1) == [22]
+        assert len(writes) == 2
+    finally:
+        os.close(in_w)
+        await asyncio.wait_for(serving, 10)
+        await transport.close()
+        os.close(out_r)
+
+
 async def test_a_server_whose_client_stopped_reading_its_output_ends_as_at_end_of_input() -> None:
     """The client is gone but its end of the server's stdin is still held open (by a child it left behind, say):
     the server's stdout is closed, so nothing it does can ever reach anyone. It ends as it does at end of input

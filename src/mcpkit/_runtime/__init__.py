@@ -19,8 +19,9 @@ What the rest of mcpkit asks of the runtime, and nothing else:
 * :class:`WorkerPool` is the default executor of the event loops ``mcpkit.run`` creates: daemon threads, and a
   shutdown that waits a bounded grace for the work in flight (:func:`name_work` names it in the warning);
   :func:`pool_of` gives a loop's, whose ``settle()`` the server's lifespan awaits before its cleanup.
-* :func:`reader_calls` makes a call from a transport's read callback (the HTTP lane) whose inline calls may be
-  handed over: the transport's reading pauses meanwhile.
+* :func:`reader_calls` makes a call from a transport's read callback (the HTTP lane, the stdio server) whose inline
+  calls may be handed over: the reading of the interrupted callback pauses meanwhile (the stdio server's reading
+  goes on on the stand-in instead: see ``transports.stdio_lines.LineReader.taken_over``).
 * :func:`read_in_chunks` sets how much an asyncio read-pipe transport reads at once (the stdio transports).
 
 How: :mod:`.handoff` (the guard: CPython 3.11-3.13 asyncio loops; it sets the running loop's thread id and

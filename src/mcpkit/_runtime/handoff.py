@@ -242,10 +242,13 @@ def run_inline(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
 
 
 def reader_calls(transport: Any, call: Callable[..., Any], *args: Any) -> Any:
-    """``call(*args)`` made by ``transport``'s read callback, not by a task (the HTTP lane): its inline calls may be
-    handed over, and the stand-in then leaves ``transport``'s reading paused until ``call`` has returned (see the
-    module docs). Resumed here, in the caller's context (a reader resumed inside ``call``'s context would run every
-    later read in it). The loop's guard, if it has one, is looked up by thread id (:func:`running_guard`)."""
+    """``call(*args)`` made by ``transport``'s read callback, not by a task (the HTTP lane, the stdio server): its
+    inline calls may be handed over, and the stand-in then pauses ``transport``'s reading on its first turn
+    (``pause_reading``) and resumes it once ``call`` has returned (``resume_reading``), see the module docs. What
+    ``transport`` names is the reading of that one callback: the stdio server gives an object whose pause hands the
+    rest of the callback's input to the stand-in, which reads on (there is nothing to resume then). Resumed here,
+    in the caller's context (a reader resumed inside ``call``'s context would run every later read in it). The
+    loop's guard, if it has one, is looked up by thread id (:func:`running_guard`)."""
     h = running_guard() if _SUPPORTED else None
     if h is None:
         return call(*args)

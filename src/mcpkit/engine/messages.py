@@ -185,6 +185,11 @@ class BaseConnection:
     #: whether :meth:`related` can tell which of this side's requests the peer's requests arrived on
     relates_requests: bool = False
 
+    #: whether the ``feed`` of :meth:`set_fast_path` is called from a read callback that a hand-over of the event loop
+    #: takes over (reading goes on on the stand-in: the stdio server's): a request it feeds may then run right there,
+    #: without a task (``Server.serve`` gives it to the session's peer: ``Peer.feeds_in_reader``)
+    feeds_in_reader: bool = False
+
     def receive(self) -> Coroutine[Any, Any, bytes | None]:
         """One framed payload, or None at the end of input (an ``async def receive`` overrides it; a transport
         may also hand out another coroutine, as stdio does, to save a frame per message)."""

@@ -124,6 +124,7 @@ class Peer(Requests):
         "cancel_timeout",
         "channel",
         "default_timeout",
+        "feeds_in_reader",
         "inflight_count",
         "max_batch_size",
         "max_timeout",
@@ -169,6 +170,9 @@ class Peer(Requests):
         self.unclaimed_progress: Callable[[JSONDict], None] | None = None
         self.tracer: RequestTracer | None = None
         self.network: str | None = None
+        #: :meth:`feed` is called from a read callback a hand-over takes over (``BaseConnection.feeds_in_reader``): a
+        #: request it takes runs right there while the runner is idle (see :meth:`.runner.RequestRunner.queue`)
+        self.feeds_in_reader: bool = False
         self._next_id: int = 0
         self._pending: dict[RequestId, Pending] = {}
         self._inflight: dict[RequestId, RequestContext] = {}
@@ -265,8 +269,9 @@ class Peer(Requests):
     def feed(self, data: bytes) -> bool:
         """Synchronous fast path for a transport that frames input in a protocol callback.
 
-        Takes what needs no waiting (a request while a concurrency slot is free: its task is started; a response:
-        matched to its request) and returns True. Returns False, having done nothing, for anything else
+        Takes what needs no waiting (a request while a concurrency slot is free: started, right here when
+        :attr:`feeds_in_reader` and the runner is idle, else in the runner's turn; a response: matched to its request)
+        and returns True. Returns False, having done nothing, for anything else
         (notifications, batches, invalid input, a saturated peer, a closed peer); the transport then delivers
         that payload through ``run``'s ``receive`` in order."""
         if self._closed is not None:
@@ -280,10 +285,12 @@ class Peer(Requests):
             if not ((t is Request and self._active < self._max_concurrency) or t is Response or t is ErrorResponse):
                 return False
             self._tapped(IN, described(msg, data))
-        return self._take(msg, self.outbox)
+        return self._take(msg, self.outbox, self.feeds_in_reader)
 
-    def _take(self, msg: jsonrpc.Parsed | Batch, out: Outbox) -> bool:
-        """Handle ``msg`` if that needs no waiting (see :meth:`feed`); False, having done nothing, otherwise."""
+    def _take(self, msg: jsonrpc.Parsed | Batch, out: Outbox, here: bool = False) -> bool:
+        """Handle ``msg`` if that needs no waiting (see :meth:`feed`); False, having done nothing, otherwise
+        (``here``: from the transport's read callback, where a request may run at once: see
+        :meth:`.runner.RequestRunner.queue`)."""
         t = type(msg)
         if t is Request:
             if self._active >= self._max_concurrency:
@@ -298,7 +305,7 @@ class Peer(Requests):
                 ctx = self._admit(req, out)
                 if ctx is None:
                     return True
-            self._runner.queue(ctx)  # (_queue without its frame)
+            self._runner.queue(ctx, here)  # (_queue without its frame)
             return True
         if t is Response or t is ErrorResponse:
             self._on_response(msg)  # type: ignore[arg-type]

@@ -600,6 +600,7 @@ class Server(ChangeFanout, Runnable):
         if isinstance(conn, BaseConnection):  # (its optional capabilities, declared)
             conn.set_fast_path(session.peer.feed, session.peer.inflight_count)
             session.peer.network = conn.network
+            session.peer.feeds_in_reader = conn.feeds_in_reader
         session.peer.on_input_end = functools.partial(self._end_listeners, session)
         try:
             await session.peer.run(conn.receive, drain_timeout=drain_timeout, stop_grace=stop_grace)

@@ -24,7 +24,7 @@ from ..engine import BaseConnection, Outgoing
 from ..protocol.errors import ConnectionClosed
 from .base import DEFAULT_MAX_MESSAGE_SIZE
 from .stdio_client import SAFE_ENV, StdioClientTransport, StdioServer
-from .stdio_lines import PIPE_READ_SIZE, WRITE_HIGH_WATER, LineReader
+from .stdio_lines import PIPE_READ_SIZE, WRITE_HIGH_WATER, GuardedLineReader
 
 __all__ = ["PIPE_READ_SIZE", "SAFE_ENV", "StdioClientTransport", "StdioServer", "StdioServerTransport"]
 
@@ -126,7 +126,9 @@ def _pollable(fd: int) -> bool:
 class StdioServerTransport(BaseConnection):
     """The server end of stdio: read requests from stdin, write messages to stdout.
 
-    Outgoing messages leave at once when nothing else is being worked on; while several requests run, their
+    A request read while nothing is queued runs right in the read callback (``feeds_in_reader``: no task; a call
+    there that blocks has the loop handed over, and the stand-in reads on). Outgoing messages leave at once when
+    nothing else is being worked on; while several requests run, or more lines of the same read follow, their
     answers are gathered and leave together (a burst of 32 answers is one system call, not 32), at the latest on
     the next pass of the event loop. Order is kept and :meth:`close` flushes what is left.
 
@@ -136,6 +138,7 @@ class StdioServerTransport(BaseConnection):
     """
 
     network: str | None = "pipe"
+    feeds_in_reader: bool = True  # (its reader hands its reading to the stand-in: stdio_lines.GuardedLineReader)
 
     def __init__(
         self,
@@ -149,7 +152,7 @@ class StdioServerTransport(BaseConnection):
         self._guard = guard_stdout
         self._stdin = stdin
         self._stdout = stdout
-        self._lines = LineReader(max_message_size)
+        self._lines = GuardedLineReader(max_message_size)
         self._write_transport: asyncio.WriteTransport | None = None
         self._flow: _FlowControl | None = None
         self._blocking_out: IO[bytes] | None = None
@@ -223,7 +226,7 @@ class StdioServerTransport(BaseConnection):
             if self._flow is not None and self._flow.closed:
                 raise ConnectionClosed("stdout is closed")
             load = self._load
-            if load is None or load() <= 1:
+            if (load is None or load() <= 1) and not self._lines.more:
                 if self._out:
                     self._out.append(data)
                     self._flush()

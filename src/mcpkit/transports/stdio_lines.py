@@ -8,6 +8,7 @@ import logging
 from collections import deque
 from collections.abc import Callable
 
+from .._runtime import reader_calls
 from ..protocol.errors import FrameTooLarge
 from ..protocol.oversize import RequestIdScanner
 
@@ -55,6 +56,11 @@ class LineReader(asyncio.Protocol):
         self.feed: Callable[[bytes], bool] | None = None
         self._consumer_busy = False  # the consumer holds a line it has not finished with
         self._head: bytes | None = b""  # the stream's first bytes while they may still be a BOM; None after
+        #: a line is being fed and more lines follow it in the same chunk (a transport gathers its answers meanwhile)
+        self.more: bool = False
+        self._chunk: bytes | None = None  # the chunk whose lines are being fed, and where the next line starts
+        self._at = 0
+        self._epoch = 0  # counts hand-overs that took a chunk's rest from its callback (see taken_over)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]
@@ -71,21 +77,35 @@ class LineReader(asyncio.Protocol):
         frames = self.frames
         start = 0
         nl = data.find(b"\n")
-        while nl != -1:
-            if self._skipping:
-                self._skipping = False
-                self._scanner.feed(data[start:nl])
-                self._too_large(self._scanner.request_id())
-            elif self._parts:
-                self._parts.append(data[start:nl])
-                line = b"".join(self._parts)
-                self._parts.clear()
-                self._partial = 0
-                self._queue_line(line)
-            else:
-                self._queue_line(data[start:nl])
-            start = nl + 1
-            nl = data.find(b"\n", start)
+        if nl == -1:
+            pass
+        elif self.feed is None:
+            while nl != -1:
+                if self._skipping or self._parts:
+                    self._line(data, start, nl)
+                else:
+                    self._queue_line(data[start:nl])
+                start = nl + 1
+                nl = data.find(b"\n", start)
+        else:
+            # the lines may be taken (and run) right here: where the next one starts, in case a hand-over of the loop
+            # takes the rest of the chunk from this callback (see taken_over), and whether more follow
+            epoch = self._epoch
+            self._chunk = data
+            while nl != -1:
+                after = data.find(b"\n", nl + 1)
+                self.more = after != -1
+                self._at = nl + 1
+                if self._skipping or self._parts:
+                    self._line(data, start, nl)
+                else:
+                    self._queue_line(data[start:nl])
+                if self._epoch != epoch:
+                    return  # (the stand-in has the rest)
+                start = nl + 1
+                nl = after
+            self.more = False
+            self._chunk = None
         if start < len(data):
             if self._skipping:  # (first, so the usual case jumps no more)
                 self._scanner.feed(data[start:] if start else data)
@@ -105,6 +125,39 @@ class LineReader(asyncio.Protocol):
             ):
                 self._paused = True
                 self._transport.pause_reading()
+
+    def taken_over(self) -> None:
+        """The event loop was handed over to a stand-in thread (:mod:`mcpkit._runtime.handoff`) while a line this
+        callback fed runs inline on the loop's own thread (a sync tool that blocks). Called on the stand-in: reading
+        goes on there, so that other requests are served meanwhile. The callback still under way stops after its
+        line (it sees the count of hand-overs change) and the rest of its chunk is fed on the stand-in, first; the
+        pipe is watched again through a new read handle (the stand-in cannot run the interrupted one, whose context
+        is entered on the other thread). No two threads touch the reader at once: the call's thread waits for the
+        stand-in's turn to end before it goes on."""
+        self._epoch += 1
+        self.more = False
+        chunk, self._chunk = self._chunk, None
+        transport = self._transport
+        if transport is not None and not self._paused and not transport.is_closing():
+            transport.pause_reading()
+            transport.resume_reading()
+        if chunk is not None and self._at < len(chunk):
+            asyncio.get_running_loop().call_soon(self.data_received, chunk[self._at :])
+
+    def _line(self, data: bytes, start: int, nl: int) -> None:
+        """The line of ``data`` that ends at ``nl`` (its start at ``start``, earlier parts in ``_parts``)."""
+        if self._skipping:
+            self._skipping = False
+            self._scanner.feed(data[start:nl])
+            self._too_large(self._scanner.request_id())
+        elif self._parts:
+            self._parts.append(data[start:nl])
+            line = b"".join(self._parts)
+            self._parts.clear()
+            self._partial = 0
+            self._queue_line(line)
+        else:
+            self._queue_line(data[start:nl])
 
     def _skip_line(self, rest: bytes) -> None:
         """The line being read is over the limit: follow its bytes for its request id, drop them up to its newline
@@ -202,3 +255,39 @@ class LineReader(asyncio.Protocol):
         if item is _TOO_LARGE:
             raise FrameTooLarge(self.limit, self.oversized.popleft())
         return item  # type: ignore[return-value]
+
+
+class _Interrupted:
+    """The reading that :class:`GuardedLineReader` names to a hand-over (see :func:`mcpkit._runtime.reader_calls`):
+    pausing the interrupted callback's reading hands the rest of its chunk, and the pipe, to the stand-in
+    (:meth:`LineReader.taken_over`); reading never stops, so there is nothing to resume."""
+
+    __slots__ = ("_lines",)
+
+    def __init__(self, lines: LineReader) -> None:
+        self._lines = lines
+
+    def is_reading(self) -> bool:
+        return not self._lines._eof
+
+    def pause_reading(self) -> None:
+        self._lines.taken_over()
+
+    def resume_reading(self) -> None:
+        return None
+
+    def is_closing(self) -> bool:
+        return self._lines._eof
+
+
+class GuardedLineReader(LineReader):
+    """The stdio server's reader: the requests it feeds may run right in its callback (a plain ``def`` tool run
+    inline, without a task: see :meth:`mcpkit.engine.runner.RequestRunner.queue`); a call that blocks there has the
+    loop handed over, and the stand-in reads on (:meth:`LineReader.taken_over`)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit)
+        self._reading = _Interrupted(self)
+
+    def data_received(self, data: bytes) -> None:
+        reader_calls(self._reading, LineReader.data_received, self, data)
