@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
+from urllib.parse import parse_qsl
 
 import httpx
 import jwt
@@ -12,7 +14,7 @@ import jwt
 from mcpkit.auth import AuthorizationServer, SigningKey
 from mcpkit.auth.dpop import make_proof
 from support.auth_storages import StorageMaker, make_auth_storage  # noqa: F401  (the fixture)
-from support.oauth import code_grant, register, serve
+from support.oauth import REDIRECT, code_grant, register, serve
 from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 
@@ -249,3 +251,68 @@ async def test_replicas_revoke_and_introspect_each_others_tokens_whatever_their_
         assert await revoke(behind, "behind")
         long_gone = issued_by(-100.0, "long-gone")  # (expired 90 s ago: no clock within 60 s takes it)
         assert not await revoke(long_gone, "long-gone")
+
+
+async def test_a_revoked_grant_is_remembered_as_long_as_a_token_it_can_hold_lives() -> None:
+    """The ledger keeps a revoked grant (and its spent code) until every token of it has expired, plus
+    ``clock_skew``. It counted the refresh token's lifetime (30 days by default) even for a grant that can hold no
+    refresh token: the server gives none (``issue_refresh_tokens=False``) or the client lacks the grant. Such a grant
+    is remembered for its access token's lifetime now, however it was revoked (its access token at ``/revoke``, its
+    code replayed); one that holds refresh tokens still for theirs, revoked by its access token too."""
+    now = [time.time()]
+    ttl, refresh_ttl, skew = 600.0, 86_400.0, 60.0
+
+    async def kept_for(lifetime: float, issue_refresh: bool, grant_types: list[str]) -> None:
+        made: list[AuthorizationServer] = []
+
+        def make(base: str) -> AuthorizationServer:
+            made.append(
+                AuthorizationServer(
+                    base,
+                    auto_approve=True,
+                    issue_refresh_tokens=issue_refresh,
+                    access_token_ttl=ttl,
+                    refresh_token_ttl=refresh_ttl,
+                    clock_skew=skew,
+                    clock=lambda: now[0],
+                )
+            )
+            return made[-1]
+
+        async with serve(make) as (base, _), httpx.AsyncClient(follow_redirects=False) as http:
+            meta = {"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none", "grant_types": grant_types}
+            registered = await http.post(base + "/register", json=meta)
+            assert registered.status_code == 201, registered.text
+            cid = registered.json()["client_id"]
+
+            async def grant() -> tuple[str, str, str]:
+                """A grant's family, access token and spent code."""
+                answer = await code_grant(http, base, cid)
+                assert answer.status_code == 200, answer.text
+                token = answer.json()["access_token"]
+                code = dict(parse_qsl(answer.request.content.decode()))["code"]
+                return jwt.decode(token, options={"verify_signature": False})["grant_id"], token, code
+
+            by_token, token, spent = await grant()
+            revoked = await http.post(base + "/revoke", data={"token": token, "client_id": cid})
+            assert revoked.status_code == 200, revoked.text
+            by_replay, _, code = await grant()
+            replayed = await http.post(
+                base + "/token",
+                data={"grant_type": "authorization_code", "code": code, "client_id": cid, "code_verifier": "x" * 43},
+            )
+            assert replayed.status_code == 400 and replayed.json()["error"] == "invalid_grant"
+        ledger, start, spent_key = made[0].ledger, now[0], "code:" + hashlib.sha256(spent.encode()).hexdigest()
+        try:
+            now[0] = start + lifetime + skew - 1
+            assert await ledger.revoked(by_token) and await ledger.revoked(by_replay)
+            assert await ledger.used(spent_key) == by_token
+            now[0] = start + lifetime + skew + 1
+            assert not await ledger.revoked(by_token) and not await ledger.revoked(by_replay)
+            assert await ledger.used(spent_key) is None
+        finally:
+            now[0] = start
+
+    await kept_for(ttl, issue_refresh=False, grant_types=["authorization_code", "refresh_token"])
+    await kept_for(ttl, issue_refresh=True, grant_types=["authorization_code"])
+    await kept_for(refresh_ttl, issue_refresh=True, grant_types=["authorization_code", "refresh_token"])

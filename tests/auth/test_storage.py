@@ -439,3 +439,32 @@ def test_every_type_the_storage_protocols_name_is_importable_from_mcpkit_auth() 
                     named.update(c for c in classes(hint) if c.__module__.startswith("mcpkit"))
     assert named == {ClientRecord, CodeGrant, RefreshGrant}
     assert all(getattr(mcpkit.auth, c.__name__) is c and c.__name__ in mcpkit.auth.__all__ for c in named)
+
+
+async def test_a_full_in_memory_ledger_drops_expired_entries_before_a_live_one_whatever_their_order() -> None:
+    """Ledger entries live as long as the tokens of their grant: a grant without refresh tokens as long as its access
+    token, one with them for theirs. The in-memory ledger dropped expired entries only from the front of the order
+    they were written in, so one long-lived entry there kept the expired ones behind it, and a full table then forgot
+    that live entry (a revoked grant's tokens taken again). Expired entries go first wherever they are now; a table
+    full of live ones forgets the one nearest its end."""
+    from mcpkit.auth.storage import InMemoryAuthStorage
+
+    now = [1_000.0]
+    storage = InMemoryAuthStorage(max_entries=4, clock=lambda: now[0])
+    await storage.revoke("long", now[0] + 1_000)
+    await storage.mark_used("code:long", "long", now[0] + 1_000)
+    for i in range(3):
+        await storage.revoke(f"short-{i}", now[0] + 10)
+        await storage.mark_used(f"code:short-{i}", f"short-{i}", now[0] + 10)
+    now[0] += 20  # the short ones have ended; the table is full
+    for i in range(3):
+        await storage.revoke(f"later-{i}", now[0] + 10)
+        await storage.mark_used(f"code:later-{i}", f"later-{i}", now[0] + 10)
+    assert await storage.revoked("long") and await storage.used("code:long") == "long"
+    await storage.revoke("soonest", now[0] + 5)  # full of live entries: the one ending first goes (not "long")
+    await storage.revoke("last", now[0] + 500)
+    assert await storage.revoked("long") and not await storage.revoked("soonest")
+    assert all([await storage.revoked(family) for family in ("later-1", "later-2", "last")])
+    for _ in range(1_000):  # the same grant revoked again and again: the table's bookkeeping stays bounded
+        await storage.revoke("last", now[0] + 500)
+    assert len(storage.revoked_families._ends) <= 2 * 4 + 64

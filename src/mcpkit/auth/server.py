@@ -121,7 +121,8 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
             seconds: the leeway of the resource servers' verifiers (a :class:`~mcpkit.auth.verifiers.JWTVerifier`'s
             ``leeway``, 30 s by default) plus how far their clocks, and the other replicas', may run behind this
             one's. The replay ledger keeps a revoked grant (and a spent code or refresh token) this much longer
-            than the longest token lifetime, so a token of a revoked grant is refused wherever it is still taken
+            than the longest lifetime of a token the grant can hold (a refresh token's, or with none its access
+            token's), so a token of a revoked grant is refused wherever it is still taken
             for unexpired; past it the entries end. ``/revoke`` revokes the grant of a token expired up to this
             long ago. Default 60 (30 s of leeway, 30 s of skew).
         default_scopes: the scopes asked for when a request names none (of them, those a client registered with a

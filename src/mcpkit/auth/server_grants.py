@@ -23,6 +23,11 @@ if TYPE_CHECKING:
 __all__ = ["TokenGrants"]
 
 
+#: the ledger key that marks a grant family which can hold no refresh token (its tokens live as long as its access
+#: token): a revocation of the family, from a replayed code or an access token at ``/revoke``, lasts that long
+_NO_REFRESH = "no-refresh:"
+
+
 def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", "replace")).hexdigest()
 
@@ -70,10 +75,14 @@ class TokenGrants:
         if code is None:
             family = await self.ledger.used(key) if raw else None
             if family is not None:  # a replayed code: revoke what was issued from it (RFC 6749 §4.1.2)
-                await self._revoke(family)
+                await self._revoke(family, None)
             raise OAuthError("invalid_grant", "invalid, expired or already used authorization code")
         family = code.family or secrets.token_urlsafe(16)
-        await self.ledger.mark_used(key, family, self._family_expiry())
+        refresh = self.issue_refresh_tokens and "refresh_token" in client.grant_types
+        expiry = self._family_expiry(refresh)
+        await self.ledger.mark_used(key, family, expiry)
+        if not refresh:
+            await self.ledger.mark_used(_NO_REFRESH + family, family, expiry)
         if code.client_id != client.client_id or code.expires_at < self.clock():
             raise OAuthError("invalid_grant", "invalid, expired or already used authorization code")
         if code.redirect_uri_given and "redirect_uri" not in form:
@@ -90,7 +99,7 @@ class TokenGrants:
             code.subject,
             code.scopes,
             resource,
-            refresh=self.issue_refresh_tokens and "refresh_token" in client.grant_types,
+            refresh=refresh,
             family=family,
             jkt=jkt,
             bind_refresh=_public(client),
@@ -108,19 +117,25 @@ class TokenGrants:
             raise OAuthError("invalid_target", f"resource differs from {what}")
         return asked
 
-    def _family_expiry(self) -> float | None:
+    def _family_expiry(self, refresh: bool) -> float | None:
         """How long a grant family must be remembered: as long as any token of it can live, and ``clock_skew``
         more. A token's ``exp`` is this replica's clock's; a resource server (or another replica) judges it on its
-        own, with its leeway, so a clock behind this one still takes the token after it has expired here."""
-        longest = max(self.access_token_ttl, self.code_ttl, self.refresh_token_ttl or 0.0)
-        if self.issue_refresh_tokens and self.refresh_token_ttl is None:
+        own, with its leeway, so a clock behind this one still takes the token after it has expired here.
+        ``refresh``: the family can hold refresh tokens (without, its code and access token are all it has)."""
+        if refresh and self.refresh_token_ttl is None:
             return None
+        longest = max(self.access_token_ttl, self.code_ttl, (self.refresh_token_ttl or 0.0) if refresh else 0.0)
         return self.clock() + longest + self.clock_skew
 
-    async def _revoke(self, family: str) -> None:
+    async def _revoke(self, family: str, refresh: bool | None) -> None:
         """Revoke a grant family: its tokens are refused from now on, and an OAuth proxy drops (and revokes at the
-        provider) the upstream tokens of that sign-in."""
-        await self.ledger.revoke(family, self._family_expiry())
+        provider) the upstream tokens of that sign-in. ``refresh``: whether the family can hold refresh tokens;
+        None when the request does not tell (a replayed code, an access token): then only a family marked at its
+        code's exchange as holding none is revoked for its access token's lifetime, any other for a refresh
+        token's (one made when the server still issued them, or its client still had the grant, lives on)."""
+        if refresh is None:
+            refresh = await self.ledger.used(_NO_REFRESH + family) is None
+        await self.ledger.revoke(family, self._family_expiry(refresh))
         if self.upstream is not None:
             await self.upstream.grant_revoked(family)
 
@@ -133,27 +148,27 @@ class TokenGrants:
         token = form.get("token", "")
         if not token:
             raise OAuthError("invalid_request", "token is required")
-        family = await self._family_of(token, client)
+        family, refresh = await self._family_of(token, client)
         if family:
-            await self._revoke(family)
+            await self._revoke(family, refresh)
         await send_json(send, 200, {}, [(b"pragma", b"no-cache")])
 
-    async def _family_of(self, token: str, client: ClientRecord) -> str | None:
+    async def _family_of(self, token: str, client: ClientRecord) -> tuple[str | None, bool | None]:
         """The grant family of ``token`` (a refresh token of this server, taken; else an access token of it),
-        checked to be ``client``'s."""
+        checked to be ``client``'s, and whether it holds refresh tokens (True: ``token`` is one; None: unknown)."""
         record = await self.storage.pop_refresh(token)
         if record is not None:
             if record.client_id != client.client_id:
                 await self.storage.save_refresh(token, record)
                 raise OAuthError("unauthorized_client", "this token was not issued to this client")
-            return record.family or None
+            return record.family or None, True
         claims = self._own_claims(token, self.clock_skew)  # (a clock behind this one may still take it)
         if claims is None:
-            return None
+            return None, None
         if claims.get("client_id") != client.client_id:
             raise OAuthError("unauthorized_client", "this token was not issued to this client")
         grant = claims.get("grant_id")
-        return grant if isinstance(grant, str) else None
+        return grant if isinstance(grant, str) else None, None
 
     def _own_claims(self, token: str, leeway: float) -> dict[str, Any] | None:
         """The claims of ``token`` if it is an access token this server signed, unexpired ``leeway`` seconds ago on
@@ -213,7 +228,7 @@ class TokenGrants:
         if old is None:
             family = await self.ledger.used(key) if raw else None
             if family is not None:  # a rotated refresh token came back: someone holds a copy; kill the family
-                await self._revoke(family)
+                await self._revoke(family, True)
             raise OAuthError("invalid_grant", "invalid, expired or already used refresh token")
         if old.jkt is not None and jkt != old.jkt:
             # RFC 9449 §5: a public client's refresh token is bound to its DPoP key. A request with another key (or
@@ -232,7 +247,7 @@ class TokenGrants:
                 raise
             scopes, resource = old.scopes, old.resource  # refused below as invalid_grant, like any bad holder
         if old.family:
-            await self.ledger.mark_used(key, old.family, self._family_expiry())
+            await self.ledger.mark_used(key, old.family, self._family_expiry(True))
         if not holder_ok:
             raise OAuthError("invalid_grant", "invalid, expired, revoked or already used refresh token")
         return await self._tokens(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import heapq
 import hmac
 import time
 from collections.abc import Callable
@@ -210,8 +211,9 @@ class RevocationLedger(Protocol):
 class LedgerRevocation:
     """The :class:`~mcpkit.auth.verifiers.TokenRevocation` of an authorization server's ledger: a token of this
     issuer is revoked when the grant family it was issued from (its ``grant_id`` claim) is. One ledger lookup per
-    request; the ledger bounds itself (entries expire with the longest token lifetime, plus the server's
-    ``clock_skew``: a resource server whose clock runs behind the issuer's still finds the grant revoked)."""
+    request; the ledger bounds itself (entries expire with the longest lifetime of a token of their grant, plus
+    the server's ``clock_skew``: a resource server whose clock runs behind the issuer's still finds the grant
+    revoked)."""
 
     def __init__(self, ledger: RevocationLedger, issuer: str) -> None:
         self.ledger = ledger
@@ -222,15 +224,56 @@ class LedgerRevocation:
         return token.issuer == self.issuer and isinstance(grant, str) and await self.ledger.revoked(grant)
 
 
+class _LedgerTable:
+    """One table of the in-memory replay ledger: key -> (family, expiry), at most ``limit`` entries. Lifetimes
+    differ (a grant without refresh tokens is kept as long as its access token, one with them for the refresh
+    token's lifetime, or with no end), so the order entries were written in is not the order they end in: a heap of
+    their ends finds the expired ones wherever they are, and a table full of live entries forgets the one nearest
+    its end (with none that ends, the oldest)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.rows: dict[str, tuple[str, float | None]] = {}
+        self._ends: list[tuple[float, str]] = []  # (expiry, key), with stale pairs of rewritten or dropped keys
+
+    def get(self, key: str, now: float) -> str | None:
+        hit = self.rows.get(key)
+        return hit[0] if hit is not None and (hit[1] is None or hit[1] > now) else None
+
+    def put(self, key: str, family: str, expires_at: float | None, now: float) -> None:
+        self._drop(now)
+        if key not in self.rows and len(self.rows) >= self.limit:
+            self._drop(None)
+        self.rows.pop(key, None)
+        self.rows[key] = (family, expires_at)
+        if expires_at is not None:
+            heapq.heappush(self._ends, (expires_at, key))
+        if len(self._ends) > 2 * len(self.rows) + 64:  # stale pairs of rewritten keys: bounded by the table
+            self._ends = [(end, k) for k, (_, end) in self.rows.items() if end is not None]
+            heapq.heapify(self._ends)
+
+    def _drop(self, now: float | None) -> None:
+        """Drop the entries expired by ``now``; ``now=None``: the one live entry nearest its end (else the oldest)."""
+        while self._ends and (now is None or self._ends[0][0] <= now):
+            end, key = heapq.heappop(self._ends)
+            hit = self.rows.get(key)
+            if hit is not None and hit[1] == end:
+                del self.rows[key]
+                if now is None:
+                    return
+        if now is None and self.rows:
+            del self.rows[next(iter(self.rows))]
+
+
 class InMemoryAuthStorage(InMemoryUpstreamState):
     """Process-local storage (development and tests only); an OAuth proxy's state too
     (:class:`~mcpkit.auth.upstream_state.UpstreamStateStorage`). Every table holds at most ``max_entries``; at most
     ``max_dynamic_clients`` self-registered clients are kept. When either bound is reached the least recently used
     *self-registered* client goes (used: registered, or a token issued to it, or an authorization request of its
     accepted), never a pre-registered one. The replay ledger's entries (spent codes and refresh
-    tokens, revoked grant families) are dropped once expired (they live as long as the longest token lifetime plus
-    the server's ``clock_skew``);
-    a ledger table full of live entries forgets its oldest one."""
+    tokens, revoked grant families) are dropped once expired (they live as long as the longest lifetime of a token
+    of their grant plus the server's ``clock_skew``); a ledger table full of live entries forgets the one nearest its
+    end."""
 
     def __init__(
         self,
@@ -251,24 +294,13 @@ class InMemoryAuthStorage(InMemoryUpstreamState):
         self.clients: dict[str, ClientRecord] = {}
         self.codes: dict[str, CodeGrant] = {}
         self.refresh: dict[str, RefreshGrant] = {}
-        self.spent: dict[str, tuple[str, float | None]] = {}  # digest of a spent code/refresh -> family
-        self.revoked_families: dict[str, float | None] = {}
+        self.spent = _LedgerTable(max_entries)  # digest of a spent code/refresh -> family
+        self.revoked_families = _LedgerTable(max_entries)  # revoked family -> itself
         self.max_entries = max_entries
 
     def _bound(self, table: dict[str, Any]) -> None:
         if len(table) >= self.max_entries:
             table.pop(next(iter(table)))
-
-    def _bound_ledger(self, table: dict[str, Any], now: float) -> None:
-        """The ledger's tables: expired entries go first (oldest first: every entry lives as long as the longest
-        token lifetime), then, when still full, the oldest entry."""
-        while table:
-            oldest = next(iter(table))
-            expires = table[oldest][-1] if isinstance(table[oldest], tuple) else table[oldest]
-            if expires is None or expires > now:
-                break
-            del table[oldest]
-        self._bound(table)
 
     async def get_client(self, client_id: str) -> ClientRecord | None:
         return self.clients.get(client_id)
@@ -303,23 +335,16 @@ class InMemoryAuthStorage(InMemoryUpstreamState):
             self._dynamic_bytes += size
 
     async def mark_used(self, key: str, family: str, expires_at: float | None) -> None:
-        self._bound_ledger(self.spent, self.clock())
-        self.spent[key] = (family, expires_at)
+        self.spent.put(key, family, expires_at, self.clock())
 
     async def used(self, key: str) -> str | None:
-        hit = self.spent.get(key)
-        return hit[0] if hit is not None and (hit[1] is None or hit[1] > self.clock()) else None
+        return self.spent.get(key, self.clock())
 
     async def revoke(self, family: str, expires_at: float | None) -> None:
-        self._bound_ledger(self.revoked_families, self.clock())
-        self.revoked_families.pop(family, None)
-        self.revoked_families[family] = expires_at
+        self.revoked_families.put(family, family, expires_at, self.clock())
 
     async def revoked(self, family: str) -> bool:
-        if family not in self.revoked_families:
-            return False
-        expires = self.revoked_families[family]
-        return expires is None or expires > self.clock()
+        return self.revoked_families.get(family, self.clock()) is not None
 
     async def save_code(self, code: str, data: CodeGrant) -> None:
         self._bound(self.codes)
