@@ -746,8 +746,8 @@ def test_no_import_runs_up_the_layers() -> None:
 
 
 #: tests/ folders that are not named after a package or module of src/mcpkit: cross-cutting tests, helpers, the
-#: conformance runner, and the leaves ``_aio``/``_runtime`` (tests/runtime).
-_TEST_FOLDERS_OF_THEIR_OWN = {"e2e", "support", "conformance", "runtime", "node_modules", "__pycache__"}
+#: conformance runner, the leaves ``_aio``/``_runtime`` (tests/runtime), and the tests of the repository's bench/.
+_TEST_FOLDERS_OF_THEIR_OWN = {"e2e", "support", "conformance", "runtime", "bench", "node_modules", "__pycache__"}
 
 
 def test_tests_are_laid_out_like_the_code() -> None:
