@@ -200,7 +200,9 @@ class ClientUseStorage(Protocol):
 class RevocationLedger(Protocol):
     """The replay ledger of the authorization server (see :class:`AuthStorage`): spent codes and rotated refresh
     tokens by digest, and the grant families revoked. A storage that implements it keeps the ledger with the rest
-    of its state (shared by replicas); otherwise the server keeps a process-local one."""
+    of its state (shared by replicas); otherwise the server keeps a process-local one. Each entry keeps its own
+    ``expires_at`` (None: no end): they differ, a grant that can hold no refresh token being kept only as long as
+    its access token, so the order entries were written in is not the order they end in."""
 
     async def mark_used(self, key: str, family: str, expires_at: float | None) -> None: ...
     async def used(self, key: str) -> str | None: ...
