@@ -5,6 +5,9 @@ watchers (the client leaving still cancels each of them)."""
 from __future__ import annotations
 
 import asyncio
+import inspect
+import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import httpx
@@ -12,6 +15,7 @@ import orjson
 import pytest
 from pydantic import Field
 
+import mcpkit
 from mcpkit import MCPKit
 from mcpkit.server.lowlevel import ServerRequestContext
 from mcpkit.transports.http import create_app
@@ -455,3 +459,55 @@ async def test_remembered_modern_headers_stand_for_the_body_they_came_with() -> 
     assert status == 400, msg
     assert (await call("echo", "echo"))[0] == 200
     await app.aclose()
+
+
+async def test_an_answer_made_at_once_is_sent_by_the_endpoints_own_frame() -> None:
+    """The mounted path's usual POST answered at once (a 2026-07-28 call of an inline tool, after the first one,
+    whose headers were screened): the endpoint's own frame sends it, the same two messages as ``send_answer`` (the
+    lane's way to send an answer on an ASGI cycle) sends; no coroutine of mcpkit's runs but the app's and the
+    endpoint's (hot path: docs/architecture.md)."""
+    server = MCPKit("at-once")
+
+    @server.tool(thread=False)
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    app = create_app(server, sse=False, ws=False, json_response=True)
+    body = modern_body("tools/call", {"name": "echo", "arguments": {"text": "t"}}, 7)
+    headers = _raw({"host": "localhost:1", **modern_headers("tools/call", "echo")})
+    assert (await Exchange(app, headers, body).run())[0] == 200  # (screened, and its headers remembered)
+    src = str(Path(mcpkit.__file__).parent)
+    coroutines: set[str] = set()
+
+    def tracer(frame: Any, event: str, arg: Any) -> None:
+        code = frame.f_code
+        if event == "call" and code.co_flags & inspect.CO_COROUTINE and code.co_filename.startswith(src):
+            coroutines.add(code.co_qualname)
+
+    exchange = Exchange(app, headers, body)
+    sys.settrace(tracer)
+    try:
+        status, _, raw = await exchange.run()
+    finally:
+        sys.settrace(None)
+    assert status == 200 and orjson.loads(raw)["result"]["content"][0]["text"] == "t"
+    assert coroutines == {"MCPApp.__call__", "StreamableHTTPEndpoint.__call__"}
+    ep = app.streamable
+    assert ep is not None
+    h = dict(headers)
+    answer = ep.route(
+        {"type": "http", "method": "POST", "path": "/mcp", "headers": headers}, h, exchange.body, _never, _never
+    )
+    sent: list[dict[str, Any]] = []
+
+    async def keep(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await ep.send_answer(answer, keep)
+    assert sent == exchange.sent
+    await app.aclose()
+
+
+async def _never(*args: Any) -> Any:
+    raise AssertionError("an answer made at once neither receives nor sends")

@@ -338,7 +338,14 @@ class StreamableHTTPEndpoint:
             return
         except Disconnected:
             return
-        await self.send_answer(self.route(scope, h, body, receive, send), send)
+        answer = self.route(scope, h, body, receive, send)
+        if type(answer) is not Outgoing:
+            await self.send_answer(answer, send)
+            return
+        # an answer made at once: send_answer's two messages, without its coroutine (hot path: docs/architecture.md)
+        status, headers = json_head(answer)
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": answer.data, "more_body": False})
 
     def _usual(self, scope: Scope, h: Headers, usual: UsualPost) -> bool:
         """The usual POST, in one test: no Origin, a Host, Accept and Content-Type that passed :meth:`_screen`
