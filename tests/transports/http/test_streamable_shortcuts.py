@@ -486,11 +486,12 @@ async def test_an_answer_made_at_once_is_sent_by_the_endpoints_own_frame() -> No
             coroutines.add(code.co_qualname)
 
     exchange = Exchange(app, headers, body)
+    previous = sys.gettrace()  # (a coverage or debugger tracer is put back afterwards)
     sys.settrace(tracer)
     try:
         status, _, raw = await exchange.run()
     finally:
-        sys.settrace(None)
+        sys.settrace(previous)
     assert status == 200 and orjson.loads(raw)["result"]["content"][0]["text"] == "t"
     assert coroutines == {"MCPApp.__call__", "StreamableHTTPEndpoint.__call__"}
     ep = app.streamable
