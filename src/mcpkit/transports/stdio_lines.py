@@ -77,19 +77,9 @@ class LineReader(asyncio.Protocol):
         frames = self.frames
         start = 0
         nl = data.find(b"\n")
-        if nl == -1:
-            pass
-        elif self.feed is None:
-            while nl != -1:
-                if self._skipping or self._parts:
-                    self._line(data, start, nl)
-                else:
-                    self._queue_line(data[start:nl])
-                start = nl + 1
-                nl = data.find(b"\n", start)
-        else:
-            # the lines may be taken (and run) right here: where the next one starts, in case a hand-over of the loop
-            # takes the rest of the chunk from this callback (see taken_over), and whether more follow
+        if nl != -1:
+            # each line may be taken (and run) right here by ``feed``: where the next one starts, in case a hand-over
+            # of the loop takes the rest of the chunk from this callback (see taken_over), and whether more follow
             epoch = self._epoch
             self._chunk = data
             while nl != -1:
@@ -97,7 +87,7 @@ class LineReader(asyncio.Protocol):
                 self.more = after != -1
                 self._at = nl + 1
                 if self._skipping or self._parts:
-                    self._line(data, start, nl)
+                    self._end_long_line(data[start:nl])
                 else:
                     self._queue_line(data[start:nl])
                 if self._epoch != epoch:
@@ -144,20 +134,19 @@ class LineReader(asyncio.Protocol):
         if chunk is not None and self._at < len(chunk):
             asyncio.get_running_loop().call_soon(self.data_received, chunk[self._at :])
 
-    def _line(self, data: bytes, start: int, nl: int) -> None:
-        """The line of ``data`` that ends at ``nl`` (its start at ``start``, earlier parts in ``_parts``)."""
+    def _end_long_line(self, piece: bytes) -> None:
+        """``piece`` ends a line that began in an earlier chunk: one over the limit is dropped (its marker queued),
+        else its parts are joined and queued."""
         if self._skipping:
             self._skipping = False
-            self._scanner.feed(data[start:nl])
+            self._scanner.feed(piece)
             self._too_large(self._scanner.request_id())
-        elif self._parts:
-            self._parts.append(data[start:nl])
+        else:
+            self._parts.append(piece)
             line = b"".join(self._parts)
             self._parts.clear()
             self._partial = 0
             self._queue_line(line)
-        else:
-            self._queue_line(data[start:nl])
 
     def _skip_line(self, rest: bytes) -> None:
         """The line being read is over the limit: follow its bytes for its request id, drop them up to its newline
